@@ -1,0 +1,66 @@
+"""The `queuelens` command line: a thin dispatcher over the sub-command modules.
+
+Errors become one line on stderr and an exit code (see :mod:`dashboard.cliutil`), never a
+traceback: 2 for bad input or config, 3 when Prometheus is unavailable or rejects a query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from dashboard.cliutil import EXIT_PROMETHEUS, EXIT_USAGE, CliError, OneLineParser
+
+# Sub-command modules in dashboard/commands/, in the order `--help` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "whatif",
+    "lab",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="queuelens",
+        description="Queue observability and capacity math for controller work queues.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"dashboard.commands.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from collectors.errors import BadQuery, ConfigError, PrometheusUnavailable
+    from models.errors import ModelInputError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except CliError as exc:
+        _fail(str(exc))
+        return exc.exit_code
+    except (ModelInputError, ConfigError) as exc:
+        _fail(str(exc))
+        return EXIT_USAGE
+    except (PrometheusUnavailable, BadQuery) as exc:
+        _fail(str(exc))
+        return EXIT_PROMETHEUS
+    except KeyboardInterrupt:
+        _fail("interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(f"queuelens: error: {message}\n")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,226 @@
+"""Shared plumbing for the CLI: argument types, errors with exit codes, and output formats.
+
+Exit codes: 0 ok · 2 bad input or config · 3 Prometheus unavailable or rejected the query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import io
+import json
+import math
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, NoReturn, TextIO
+
+EXIT_USAGE = 2
+EXIT_PROMETHEUS = 3
+
+FORMATS = ("table", "json", "csv")
+
+
+class CliError(Exception):
+    """An error the CLI reports as one line on stderr, with an exit code."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+# --- argument types -----------------------------------------------------------------------
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = _number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_duration(text: str) -> float:
+    """'90s', '5m', '1h30m', '250ms' or a bare number of seconds -> seconds (> 0)."""
+    text = text.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        pos, seconds = 0, 0.0
+        for m in _DURATION.finditer(text):
+            if m.start() != pos:
+                break
+            seconds += float(m.group(1)) * _UNIT_S[m.group(2)]
+            pos = m.end()
+        if pos != len(text) or not text:
+            raise argparse.ArgumentTypeError(
+                f"not a duration: {text!r} (use e.g. 30s, 5m, 2h, 7d)"
+            ) from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"duration must be > 0, got {text!r}")
+    return seconds
+
+
+def parse_time(text: str) -> float:
+    """Unix seconds or RFC 3339 ('2024-01-01T00:30:00Z') -> unix seconds."""
+    try:
+        value = float(text)
+        if math.isfinite(value):
+            return value
+    except ValueError:
+        pass
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a time: {text!r} (use unix seconds or RFC 3339)"
+        ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def parse_int_range(text: str) -> tuple[int, int]:
+    """'1-16' or '8' -> (low, high), 1 <= low <= high."""
+    parts = text.split("-")
+    try:
+        if len(parts) == 1:
+            low = high = int(parts[0])
+        elif len(parts) == 2:
+            low, high = int(parts[0]), int(parts[1])
+        else:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a range: {text!r} (use e.g. 1-16)") from None
+    if low < 1:
+        raise argparse.ArgumentTypeError(f"range must start at 1 or more, got {text!r}")
+    if high < low:
+        raise argparse.ArgumentTypeError(f"range is reversed: {text!r}")
+    return low, high
+
+
+def add_format_argument(parser: argparse.ArgumentParser, choices: Sequence[str] = FORMATS) -> None:
+    parser.add_argument(
+        "--format", choices=list(choices), default="table", help="output format (default: table)"
+    )
+
+
+# --- output -------------------------------------------------------------------------------
+
+def jsonable(value: Any) -> Any:
+    """Dataclasses, numpy scalars/arrays, mappings and sequences -> plain JSON values.
+
+    NaN and ±Inf become None: a value that does not exist is null, never NaN.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, str | bytes):
+        return value.decode() if isinstance(value, bytes) else value
+    if hasattr(value, "tolist"):  # numpy scalar or array
+        return jsonable(value.tolist())
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Sequence | set | frozenset):
+        return [jsonable(v) for v in value]
+    return str(value)
+
+
+def dump_json(payload: Any, out: TextIO | None = None) -> None:
+    text = json.dumps(jsonable(payload), indent=2, allow_nan=False, ensure_ascii=False)
+    (out or sys.stdout).write(text + "\n")
+
+
+def _cell(value: Any) -> str:
+    value = jsonable(value)
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """A plain aligned text table (for terminals); None prints as '-'."""
+    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines)
+
+
+def format_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for r in rows:
+        writer.writerow(["" if (v := jsonable(r.get(c))) is None else v for c in columns])
+    return buf.getvalue()
+
+
+def emit(
+    fmt: str,
+    payload: Mapping[str, Any],
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
+    *,
+    header: str = "",
+    footer: str = "",
+    out: TextIO | None = None,
+) -> None:
+    """Write ``payload`` as JSON, or ``rows`` as a table/CSV (header/footer only for tables)."""
+    stream = out or sys.stdout
+    if fmt == "json":
+        dump_json(payload, stream)
+    elif fmt == "csv":
+        stream.write(format_csv(rows, columns))
+    else:
+        text = "\n".join(part for part in (header, format_table(rows, columns), footer) if part)
+        stream.write(text + "\n")
