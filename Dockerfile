@@ -1,0 +1,25 @@
+# queuelens dashboard image: multi-stage, slim, non-root, served by gunicorn.
+#   docker build -t queuelens .
+#   docker run --rm -p 8050:8050 -e QUEUELENS_PROMETHEUS_URL=http://prometheus:9090 queuelens
+# Without QUEUELENS_PROMETHEUS_URL the embedded demo fleet is shown.
+
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY dashboard ./dashboard
+COPY collectors ./collectors
+COPY models ./models
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11-slim
+RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin queuelens
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+USER queuelens
+WORKDIR /home/queuelens
+EXPOSE 8050
+# One worker process keeps one shared query cache (ten browser tabs -> one set of queries);
+# threads serve concurrent requests. Inside the container 0.0.0.0 is needed for -p to work.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8050/health', timeout=4).status != 200)"]
+CMD ["gunicorn", "--bind", "0.0.0.0:8050", "--workers", "1", "--threads", "8", "--timeout", "120", "dashboard.app:create_app()"]

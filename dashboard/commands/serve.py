@@ -1,0 +1,135 @@
+"""`queuelens serve`: run the dashboard.
+
+    queuelens serve [--demo | --prometheus URL] [--host 127.0.0.1] [--port 8050]
+                    [--config FILE] [--refresh 15s]
+
+No URL and no ``QUEUELENS_PROMETHEUS_URL`` → the embedded demo fleet. Binds 127.0.0.1 unless
+told otherwise (the ``HOST`` environment variable is ignored on purpose). Debug mode is never
+on. The app is served by gunicorn (one worker process, so one shared query cache, and
+threads for concurrent requests) — the same server as the production command
+``gunicorn 'dashboard.app:create_app()'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from typing import Any
+
+from dashboard.cliutil import CliError, parse_duration
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8050
+DEFAULT_REFRESH_S = 15.0
+MIN_REFRESH_S = 1.0
+THREADS = 8
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="run the dashboard in the browser (embedded demo by default)",
+        description=(
+            "Serve the queuelens dashboard. Without --prometheus (or $QUEUELENS_PROMETHEUS_URL) "
+            "it shows the embedded demo fleet. Binds 127.0.0.1 by default; never runs in "
+            "debug mode."
+        ),
+    )
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument("--demo", action="store_true", help="use the embedded demo fleet")
+    src.add_argument("--prometheus", metavar="URL",
+                     help="Prometheus base URL (default: $QUEUELENS_PROMETHEUS_URL, else demo)")
+    parser.add_argument("--host", default=DEFAULT_HOST,
+                        help="address to bind (default: 127.0.0.1; 0.0.0.0 only behind an "
+                             "authenticating proxy)")
+    parser.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                        help="TCP port (default: 8050)")
+    parser.add_argument("--config", metavar="FILE", help="YAML profile (queues, workers, SLOs)")
+    parser.add_argument("--refresh", type=parse_duration, default=DEFAULT_REFRESH_S,
+                        metavar="DURATION", help="live refresh period (default: 15s, min 1s)")
+    parser.set_defaults(func=handle)
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 1-65535, got {text!r}")
+    return value
+
+
+def handle(args: argparse.Namespace) -> int:
+    from dashboard.app import create_app
+
+    if args.refresh < MIN_REFRESH_S:
+        raise CliError(f"--refresh must be at least {MIN_REFRESH_S:g}s, got {args.refresh:g}s.")
+    from collectors.config import load_config
+
+    config = load_config(args.config)
+    source = open_serve_source(args, config)
+    server = create_app(source, refresh_s=args.refresh, config=config)
+    if not _is_loopback(args.host):
+        sys.stderr.write(
+            f"queuelens: warning: binding {args.host} exposes the dashboard to the network "
+            "without authentication; put it behind an authenticating proxy.\n"
+        )
+    sys.stderr.write(
+        f"queuelens: serving http://{_url_host(args.host)}:{args.port}/ "
+        f"(source: {source.name}; Ctrl-C to stop)\n"
+    )
+    run_server(server, args.host, args.port)
+    return 0
+
+
+def open_serve_source(args: argparse.Namespace, config: Any) -> Any:
+    """--demo, else --prometheus URL, else $QUEUELENS_PROMETHEUS_URL / the config file, else
+    the demo."""
+    from dashboard.app import open_dashboard_source
+
+    return open_dashboard_source(args.prometheus, config, demo=args.demo)
+
+
+def run_server(app: Any, host: str, port: int) -> None:
+    """Serve the WSGI ``app`` with gunicorn (gthread worker, one process) until Ctrl-C."""
+    from gunicorn.app.base import BaseApplication
+
+    options = {
+        "bind": f"{_bind_host(host)}:{port}",
+        "workers": 1,
+        "worker_class": "gthread",
+        "threads": THREADS,
+        "timeout": 120,
+        "accesslog": None,
+        "errorlog": "-",
+        "loglevel": "warning",
+    }
+
+    class _Server(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            for key, value in options.items():
+                self.cfg.set(key, value)
+
+        def load(self) -> Any:
+            return app
+
+    _Server().run()
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _url_host(host: str) -> str:
+    return _bind_host(host)

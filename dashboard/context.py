@@ -1,0 +1,36 @@
+"""What every dashboard page gets from the app factory: the data source and settings.
+
+Pages register their callbacks on one app with :func:`register(app, ctx)`; the context keeps
+the source per app (not a module global), so tests can build several apps in one process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import dash
+
+from collectors.config import QueuelensConfig
+from collectors.types import Source
+
+
+def register_page(module: str, **kwargs: Any) -> None:
+    """Typed wrapper of ``dash.register_page`` (Dash's own is untyped)."""
+    dash.register_page(module, **kwargs)  # type: ignore[no-untyped-call]
+
+
+@dataclass(frozen=True)
+class AppContext:
+    source: Source | None
+    """Where the pages read metrics; None only for an app built without any source."""
+    refresh_s: float = 15.0
+    """Live refresh period of the data pages (seconds)."""
+    window_s: float = 300.0
+    """Rate window for snapshots (seconds)."""
+    config: QueuelensConfig | None = None
+    """Parsed --config file (profile, Prometheus settings), if any."""
+
+    @property
+    def source_name(self) -> str:
+        return self.source.name if self.source is not None else "none"

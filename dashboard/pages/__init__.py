@@ -1,0 +1,1 @@
+"""Dashboard pages: each module has register(app, ctx) and a layout."""

@@ -1,0 +1,164 @@
+"""The queue lab's state machine and readouts, called directly (no browser)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.pages import lab
+from models.errors import ModelInputError
+
+
+def _run(state: lab.LabState, trigger: str, lam: float, mu: float, q0: float = 4,
+         playing: bool = False) -> tuple[lab.LabState, bool, str]:
+    new, play, error = lab.lab_control(trigger, lam, mu, q0, state, playing)
+    assert new is not None
+    return new, play, error
+
+
+def test_reset_then_two_steps_grows_by_one_per_step() -> None:
+    state = lab.reset_state(1, 1, 0)
+    state, _, err = _run(state, "lab-reset", 4, 3, 4)
+    assert err == ""
+    assert (state["t"], state["backlog"]) == (0, 4.0)
+    for _ in range(2):
+        state, _, _ = _run(state, "lab-step", 4, 3)
+    # q(t) = 4 + (4 - 3)·t by hand: t=2 -> 6
+    assert (state["t"], state["backlog"]) == (2, 6.0)
+    assert state["history"] == [[0, 4.0], [1, 5.0], [2, 6.0]]
+    _, time_text, backlog_text, sentence, mm1_text = lab.lab_render(state, 4, 3)
+    assert (time_text, backlog_text) == ("2", "6")
+    assert sentence.startswith("backlog 4 + t")
+    assert "unstable" in mm1_text
+
+
+def test_stable_queue_clears_at_four_and_play_pauses_itself() -> None:
+    state, _, _ = _run(lab.reset_state(4, 3, 4), "lab-reset", 2, 3, 4)
+    assert lab.lab_render(state, 2, 3)[3] == "clears at t = 4"
+    state, playing, _ = _run(state, "lab-play", 2, 3)
+    assert playing
+    backlogs = []
+    while playing:
+        state, playing, _ = _run(state, "lab-interval", 2, 3, playing=playing)
+        backlogs.append(state["backlog"])
+        assert state["t"] <= 4, "Play must pause once the stable queue is empty"
+    # 4 - (3 - 2)·t: 3, 2, 1, 0 and then it stops
+    assert backlogs == [3.0, 2.0, 1.0, 0.0]
+    assert state["t"] == 4
+
+
+def test_play_toggles_and_interval_ignored_while_paused() -> None:
+    state = lab.reset_state(4, 3, 4)
+    _, playing, _ = _run(state, "lab-play", 4, 3)
+    assert playing
+    _, playing, _ = _run(state, "lab-play", 4, 3, playing=True)
+    assert not playing
+    same, playing, _ = _run(state, "lab-interval", 4, 3, playing=False)
+    assert same["t"] == 0
+    assert not playing
+
+
+def test_reset_pauses_and_uses_current_inputs() -> None:
+    state = lab.reset_state(4, 3, 4)
+    state, _, _ = _run(state, "lab-step", 4, 3)
+    state, playing, _ = _run(state, "lab-reset", 2, 5, 7, playing=True)
+    assert not playing
+    assert (state["t"], state["backlog"], state["arrival_rate"], state["service_rate"]) == (
+        0, 7.0, 2.0, 5.0)
+
+
+def test_step_uses_inputs_changed_after_reset_and_starts_a_segment() -> None:
+    # the seed's order: Reset, then set λ and μ, then Step
+    state = lab.reset_state(4, 3, 4)
+    state, _, _ = _run(state, "lab-step", 4, 3)            # t=1, q=5
+    assert lab.prediction_sentence(state, 2, 3) == "clears at t = 6"  # 1 + 5/(3-2)
+    state, _, _ = _run(state, "lab-step", 2, 3)            # t=2, q=4
+    assert (state["origin_t"], state["origin_backlog"]) == (1, 5.0)
+    assert state["backlog"] == 4.0
+    assert lab.prediction_sentence(state, 2, 3) == "clears at t = 6"
+
+
+@pytest.mark.parametrize(
+    ("lam", "mu", "q0", "expected"),
+    [
+        (4, 3, 4, "backlog 4 + t"),
+        (5, 3, 4, "backlog 4 + 2t"),
+        (3.5, 3, 0, "backlog 0.5t"),
+        (3, 3, 4, "backlog stays at 4"),
+        (1, 3, 4, "clears at t = 2"),
+        (0, 3, 1, "clears at t = 0.333"),
+        (2, 3, 0, "clears at t = 0"),
+    ],
+)
+def test_prediction_sentence(lam: float, mu: float, q0: float, expected: str) -> None:
+    assert lab.prediction_sentence(lab.reset_state(lam, mu, q0), lam, mu).startswith(expected)
+
+
+def test_prediction_after_a_mid_run_change_names_the_segment_start() -> None:
+    state = lab.reset_state(3, 3, 4)
+    state, _, _ = _run(state, "lab-step", 3, 3)
+    state, _, _ = _run(state, "lab-step", 3, 3)          # t=2, q=4
+    assert lab.prediction_sentence(state, 5, 3).startswith("backlog 4 + 2·(t − 2)")
+
+
+def test_mm1_residence_and_unstable() -> None:
+    # W = 1/(μ − λ) = 1/(3 − 2) = 1; ρ = 2/3
+    text = lab.mm1_sentence(2, 3)
+    assert "= 1 time units" in text
+    assert "ρ = 0.667" in text
+    assert "Poisson arrivals and exponential service" in text
+    assert "unstable" in lab.mm1_sentence(3, 3)
+    assert "unstable" in lab.mm1_sentence(4, 3)
+    assert "= 0.25 time units" in lab.mm1_sentence(1, 5)
+
+
+@pytest.mark.parametrize(
+    ("lam", "mu", "q0", "needle"),
+    [(None, 3, 4, "arrival rate"), (4, None, 4, "service rate"), (4, 3, -1, "initial backlog"),
+     (float("nan"), 3, 4, "arrival rate")],
+)
+def test_bad_inputs_give_a_sentence_and_keep_state(
+    lam: float | None, mu: float | None, q0: float, needle: str
+) -> None:
+    state = lab.reset_state(4, 3, 4)
+    for trigger in ("lab-reset", "lab-step"):
+        new, playing, error = lab.lab_control(trigger, lam, mu, q0, state, True)
+        assert new is state
+        assert not playing
+        assert needle in error
+        assert error.endswith(".")
+
+
+def test_render_with_bad_inputs_shows_no_traceback() -> None:
+    state = lab.reset_state(4, 3, 4)
+    fig, t, q, sentence, _ = lab.lab_render(state, None, 3)
+    assert (t, q) == ("0", "4")
+    assert sentence.startswith("no prediction:")
+    assert fig is not None
+
+
+def test_zero_service_rate_is_unstable_not_an_error() -> None:
+    state = lab.reset_state(1, 0, 2)
+    assert lab.prediction_sentence(state, 1, 0).startswith("backlog 2 + t")
+    assert "unstable" in lab.mm1_sentence(1, 0)
+
+
+def test_play_pauses_after_max_steps() -> None:
+    state = lab.reset_state(4, 3, 0)
+    state = {**state, "t": lab.MAX_STEPS - 1}
+    new, playing, _ = _run(state, "lab-interval", 4, 3, playing=True)
+    assert new["t"] == lab.MAX_STEPS
+    assert not playing
+
+
+def test_reset_state_rejects_bad_values() -> None:
+    with pytest.raises(ModelInputError):
+        lab.reset_state(-1, 3, 4)
+
+
+def test_layout_has_the_stable_ids() -> None:
+    text = str(lab.layout())
+    for element_id in ("lab-arrival-rate", "lab-service-rate", "lab-initial-backlog",
+                       "lab-reset", "lab-step", "lab-play", "lab-time", "lab-backlog",
+                       "lab-prediction", "lab-interval"):
+        assert f"id='{element_id}'" in text, element_id
+    assert "no dirty set, no Done, no Forget, no jitter" in text

@@ -1,0 +1,202 @@
+"""Real headless Chromium against a real dashboard server, for the browser tests.
+
+* :func:`serve_wsgi` runs a WSGI app (``dashboard.app.create_app(...)``) on a free
+  127.0.0.1 port in a background thread (werkzeug's threaded server) and stops it afterwards.
+* :func:`chrome_driver` starts Debian's ``/usr/bin/chromium`` through ``chromedriver`` with
+  selenium (3.141 or 4.x), headless, with a fresh profile and no background networking.
+* :class:`Browser` wraps the driver with bounded explicit waits and :meth:`Browser.screenshot`,
+  which writes ``docs/screenshots/<name>.png`` at a fixed 1400×900 window.
+
+Fixtures (import them into a conftest.py): ``dashboard_url`` (module scope; the demo-backed
+app) and ``browser`` (module scope). Missing chromium/chromedriver fails under CI=true and
+skips elsewhere (``tests.conftest.require_binary``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import require_binary
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = REPO / "docs" / "screenshots"
+WINDOW = (1400, 900)
+DEFAULT_TIMEOUT_S = 15.0
+
+CHROME_ARGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-extensions",
+    "--disable-default-apps",
+    f"--window-size={WINDOW[0]},{WINDOW[1]}",
+)
+
+
+@contextmanager
+def serve_wsgi(app: Any) -> Iterator[str]:
+    """Serve ``app`` on 127.0.0.1:<free port> in a thread; yields the base URL."""
+    from werkzeug.serving import WSGIRequestHandler, make_server
+
+    class _Quiet(WSGIRequestHandler):
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            pass
+
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_Quiet)
+    thread = threading.Thread(target=server.serve_forever, name="dashboard-test-server",
+                              daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+        server.server_close()
+
+
+@contextmanager
+def chrome_driver() -> Iterator[Any]:
+    """A headless Chromium WebDriver with a throwaway profile."""
+    chromium = require_binary("chromium", "apt-get install chromium (scripts/test.sh does)")
+    chromedriver = require_binary(
+        "chromedriver", "apt-get install chromium-driver (scripts/test.sh does)"
+    )
+    import selenium
+    from selenium import webdriver
+
+    profile = tempfile.mkdtemp(prefix="queuelens-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in (*CHROME_ARGS, f"--user-data-dir={profile}"):
+        options.add_argument(arg)
+    if int(selenium.__version__.split(".")[0]) >= 4:
+        from selenium.webdriver.chrome.service import Service
+
+        driver = webdriver.Chrome(service=Service(chromedriver), options=options)
+    else:  # selenium 3.141
+        driver = webdriver.Chrome(executable_path=chromedriver, options=options)
+    try:
+        driver.set_window_size(*WINDOW)
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+class Browser:
+    """A driver plus the dashboard's base URL, with bounded explicit waits."""
+
+    def __init__(self, driver: Any, base_url: str) -> None:
+        self.driver = driver
+        self.base_url = base_url
+
+    def open(self, path: str) -> None:
+        self.driver.get(self.base_url + path)
+
+    def find(self, element_id: str, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
+        from selenium.webdriver.common.by import By
+
+        return self.wait_for(
+            lambda: self.driver.find_element(By.ID, element_id), timeout,
+            f"element #{element_id} to appear",
+        )
+
+    def text(self, element_id: str) -> str:
+        from selenium.webdriver.common.by import By
+
+        return str(self.driver.find_element(By.ID, element_id).text)
+
+    def wait_for(
+        self, check: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT_S, what: str = "condition"
+    ) -> Any:
+        """Poll ``check`` until it returns something truthy (exceptions count as not yet)."""
+        deadline = time.monotonic() + timeout
+        last: object = None
+        while True:
+            try:
+                value = check()
+                if value:
+                    return value
+                last = value
+            except Exception as exc:  # element not there yet, stale element...
+                last = exc
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
+            time.sleep(0.05)
+
+    def wait_text(
+        self, element_id: str, expected: str, timeout: float = DEFAULT_TIMEOUT_S
+    ) -> str:
+        """Wait until #element_id's visible text equals ``expected``."""
+        self.find(element_id, timeout)
+        self.wait_for(lambda: self.text(element_id) == expected, timeout,
+                      f"#{element_id} to read {expected!r} (reads {self._safe_text(element_id)!r})")
+        return expected
+
+    def set_input(self, element_id: str, value: str) -> None:
+        """Replace an input's value the way a user does (select all, type)."""
+        from selenium.webdriver.common.keys import Keys
+
+        element = self.find(element_id)
+        element.click()
+        element.send_keys(Keys.CONTROL, "a")
+        element.send_keys(Keys.BACKSPACE)
+        element.send_keys(value)
+        self.wait_for(lambda: element.get_attribute("value") == value,
+                      what=f"#{element_id} to hold {value!r}")
+
+    def click(self, element_id: str) -> None:
+        self.find(element_id).click()
+
+    def count_charts(self) -> int:
+        """Drawn Plotly charts: .js-plotly-plot elements that contain a .main-svg."""
+        count = self.driver.execute_script(
+            "return Array.from(document.querySelectorAll('.js-plotly-plot'))"
+            ".filter(e => e.querySelector('.main-svg')).length;"
+        )
+        return int(count)
+
+    def screenshot(self, name: str) -> Path:
+        """Save docs/screenshots/<name>.png at the fixed window size."""
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        self.driver.set_window_size(*WINDOW)
+        if not self.driver.save_screenshot(str(path)):
+            pytest.fail(f"could not save screenshot {path}")
+        return path
+
+    def _safe_text(self, element_id: str) -> str:
+        try:
+            return self.text(element_id)
+        except Exception:
+            return "<missing>"
+
+
+@pytest.fixture(scope="module")
+def dashboard_url() -> Iterator[str]:
+    """The dashboard app (embedded demo source) served on a free 127.0.0.1 port."""
+    from collectors.demo import DemoSource
+    from dashboard.app import create_app
+
+    with serve_wsgi(create_app(DemoSource(seed=0), refresh_s=15)) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser(dashboard_url: str) -> Iterator[Browser]:
+    with chrome_driver() as driver:
+        yield Browser(driver, dashboard_url)
