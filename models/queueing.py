@@ -9,6 +9,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from models.errors import ModelInputError
 
 
@@ -50,4 +53,339 @@ def mm1(arrival_rate_per_s: float, service_rate_per_s: float) -> MM1Result:
         wait_mean_s=rho / (mu - lam),
         in_system_mean=rho / (1.0 - rho),
         in_queue_mean=rho * rho / (1.0 - rho),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# M/M/c (Erlang C), vectorized
+# --------------------------------------------------------------------------------------------
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+WAIT_PERCENTILES: tuple[float, ...] = (0.5, 0.9, 0.95, 0.99)
+"""The wait percentiles the models report (p50, p90, p95, p99)."""
+
+# Above this many table cells the Erlang B recursion stops storing every step and instead
+# picks the needed worker counts out as it goes (keeps memory bounded for c up to 10,000+).
+_TABLE_CELLS_MAX = 4_000_000
+
+
+@dataclass(frozen=True)
+class MMcResult:
+    """M/M/c steady state, one value per element of the broadcast inputs (numpy arrays).
+
+    Unstable elements (λ ≥ c·μ) have ``stable`` False, ``p_wait`` 1 and +inf waits and
+    lengths: the backlog grows without bound. Never NaN, never negative.
+    """
+
+    arrival_rate_per_s: FloatArray
+    service_rate_per_s: FloatArray
+    workers: IntArray
+    utilization: FloatArray
+    """ρ = λ/(c·μ); above 1 means unstable (the offered load, not a busy fraction)."""
+    stable: BoolArray
+    p_wait: FloatArray
+    """Erlang C: probability that an arriving item finds all c workers busy."""
+    wait_mean_s: FloatArray
+    """Wq = C/(c·μ − λ)."""
+    response_mean_s: FloatArray
+    """W = Wq + 1/μ."""
+    queue_length_mean: FloatArray
+    """Lq = λ·Wq (Little's law)."""
+    in_system_mean: FloatArray
+    """L = λ·W."""
+
+
+def _as_float_array(name: str, value: npt.ArrayLike, *, positive: bool) -> FloatArray:
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ModelInputError(f"{name} must be numeric, got {value!r}.") from None
+    if not np.all(np.isfinite(arr)):
+        raise ModelInputError(f"{name} must be finite (no NaN or infinity).")
+    if positive and np.any(arr <= 0):
+        raise ModelInputError(f"{name} must be positive.")
+    if not positive and np.any(arr < 0):
+        raise ModelInputError(f"{name} must be non-negative.")
+    return arr
+
+
+def _as_workers(value: npt.ArrayLike) -> IntArray:
+    try:
+        raw = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ModelInputError(f"worker count must be a whole number, got {value!r}.") from None
+    if not np.all(np.isfinite(raw)) or np.any(raw != np.round(raw)):
+        raise ModelInputError("worker count must be a whole number.")
+    if np.any(raw < 1):
+        raise ModelInputError("worker count must be at least 1.")
+    return raw.astype(np.int64)
+
+
+def erlang_b_table(offered_load: npt.ArrayLike, max_workers: int) -> FloatArray:
+    """Erlang B blocking probability B(k, A) for every k = 0..max_workers (last axis).
+
+    Uses the numerically stable recursion B(0) = 1, B(k) = A·B(k−1) / (k + A·B(k−1))
+    (Jagerman, "Some properties of the Erlang loss function", Bell Syst. Tech. J. 53, 1974):
+    no factorials and no powers, so it neither overflows nor loses precision at c = 10,000.
+    """
+    a = _as_float_array("offered load", offered_load, positive=False)
+    if max_workers < 0:
+        raise ModelInputError("max_workers must be non-negative.")
+    # k is the last axis so that picking each element's own worker count reads memory in order.
+    table = np.empty((*a.shape, max_workers + 1), dtype=np.float64)
+    b = np.ones_like(a)
+    table[..., 0] = b
+    ab = np.empty_like(a)
+    for k in range(1, max_workers + 1):
+        np.multiply(a, b, out=ab)
+        b = ab / (k + ab)
+        table[..., k] = b
+    return table
+
+
+def _erlang_b(a: FloatArray, c: IntArray, out: FloatArray) -> None:
+    """Write B(c, A) into ``out`` (the broadcast shape of same-rank ``a`` and ``c``).
+
+    The recursion runs over a's own shape (one row of loads, not the broadcast product) and
+    each step's B is copied to wherever that worker count is wanted.
+    """
+    cmax = int(c.max()) if c.size else 0
+    if a.shape[-1] == 1 and math.prod(c.shape[:-1]) == 1:
+        # "Queues × worker counts" layout (a column of loads against a row of c): write each
+        # step of the recursion straight into its output column(s), no table, no gather.
+        columns: dict[int, list[int]] = {}
+        for j, k in enumerate(c.reshape(-1).tolist()):
+            columns.setdefault(k, []).append(j)
+        load = a[..., 0]
+        b = np.ones_like(load)
+        ab = np.empty_like(load)
+        den = np.empty_like(load)
+        for k in range(1, cmax + 1):
+            np.multiply(load, b, out=ab)
+            np.add(ab, k, out=den)
+            np.divide(ab, den, out=b)
+            for j in columns.get(k, ()):
+                out[..., j] = b
+        return
+    if (cmax + 1) * max(a.size, 1) <= _TABLE_CELLS_MAX:
+        table = erlang_b_table(a, cmax)  # shape (*a.shape, cmax+1)
+        c_full = np.broadcast_to(c, out.shape)
+        out[...] = np.take_along_axis(table, c_full[..., np.newaxis], axis=-1)[..., 0]
+        return
+    # Large c with loads that vary along the worker axis: one recursion, masked pick-up.
+    c_full = np.broadcast_to(c, out.shape)
+    wanted = set(np.unique(c_full).tolist())
+    b = np.ones_like(a)
+    for k in range(1, cmax + 1):
+        ab = a * b
+        b = ab / (k + ab)
+        if k in wanted:
+            mask = c_full == k
+            out[mask] = np.broadcast_to(b, out.shape)[mask]
+
+
+def erlang_c(
+    arrival_rate_per_s: npt.ArrayLike,
+    service_rate_per_s: npt.ArrayLike,
+    workers: npt.ArrayLike,
+) -> MMcResult:
+    """M/M/c (Erlang C) for every element of the broadcast inputs, in one numpy pass.
+
+    With offered load A = λ/μ and ρ = A/c < 1 (Kleinrock, *Queueing Systems* vol. 1, §3.5;
+    Gross & Harris, *Fundamentals of Queueing Theory*, §2.3):
+
+        C(c, A) = B / (1 − ρ·(1 − B))        B = Erlang B(c, A), by recursion (see
+                                              :func:`erlang_b_table`)
+        Wq = C / (c·μ − λ),  W = Wq + 1/μ,  Lq = λ·Wq,  L = λ·W.
+
+    Inputs broadcast like numpy arrays, e.g. λ of shape (10000, 1) against workers of shape
+    (64,) gives (10000, 64) results. λ ≥ c·μ is reported as unstable (p_wait 1, +inf waits).
+    Conditional on Poisson arrivals, exponential service, FIFO and unlimited waiting room.
+    """
+    lam = _as_float_array("arrival rate", arrival_rate_per_s, positive=False)
+    mu = _as_float_array("service rate", service_rate_per_s, positive=True)
+    c = _as_workers(workers)
+    shape = np.broadcast_shapes(lam.shape, mu.shape, c.shape)
+    # Work on arrays of one common rank (scalars become 1-element arrays, since the in-place
+    # arithmetic below needs arrays), then give the caller back the broadcast shape.
+    ndim = max(len(shape), 1)
+    lam_nd = lam.reshape((1,) * (ndim - lam.ndim) + lam.shape)
+    mu_nd = mu.reshape((1,) * (ndim - mu.ndim) + mu.shape)
+    c_nd = c.reshape((1,) * (ndim - c.ndim) + c.shape)
+    full = np.broadcast_shapes(lam_nd.shape, mu_nd.shape, c_nd.shape)
+    out = {name: np.empty(full, dtype=np.float64) for name in _MMC_FLOAT_FIELDS}
+    stable = np.empty(full, dtype=np.bool_)
+    # Erlang B once over the whole input: the recursion runs on the loads' own shape.
+    _erlang_b(lam_nd / mu_nd, c_nd, out["p_wait"])
+    # Large inputs are processed in blocks of rows so that each block's temporaries stay in
+    # the CPU cache (the sweep is memory-bound otherwise); small inputs are one block.
+    row_cells = max(math.prod(full[1:]), 1)
+    step = max(1, _BLOCK_CELLS // row_cells)
+    for start in range(0, full[0], step):
+        rows = slice(start, min(start + step, full[0]))
+        _erlang_c_block(
+            lam_nd[rows] if lam_nd.shape[0] > 1 else lam_nd,
+            mu_nd[rows] if mu_nd.shape[0] > 1 else mu_nd,
+            c_nd[rows] if c_nd.shape[0] > 1 else c_nd,
+            {k: v[rows] for k, v in out.items()},
+            stable[rows],
+        )
+    return MMcResult(
+        arrival_rate_per_s=np.broadcast_to(lam, shape),
+        service_rate_per_s=np.broadcast_to(mu, shape),
+        workers=np.broadcast_to(c, shape),
+        stable=stable.reshape(shape),
+        **{k: v.reshape(shape) for k, v in out.items()},
+    )
+
+
+_MMC_FLOAT_FIELDS = (
+    "utilization",
+    "p_wait",
+    "wait_mean_s",
+    "response_mean_s",
+    "queue_length_mean",
+    "in_system_mean",
+)
+_BLOCK_CELLS = 131_072
+
+
+def _erlang_c_block(
+    lam: FloatArray, mu: FloatArray, c: IntArray, out: dict[str, FloatArray], stable: BoolArray
+) -> None:
+    """Erlang C for one block of broadcast inputs, written into ``out`` and ``stable``."""
+    a = lam / mu
+    cf = c.astype(np.float64)
+    p_wait = out["p_wait"]  # holds Erlang B on entry, Erlang C on return
+    rho = np.divide(a, cf, out=out["utilization"])
+    np.less(a, cf, out=stable)  # λ < c·μ, decided exactly as the sign of c − A below
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        denom = np.subtract(p_wait, 1.0)
+        denom *= rho
+        denom += 1.0  # 1 − ρ(1 − B)
+        # Stable: 1 − ρ(1 − B) ≥ B exactly, so this only removes rounding (C ≤ 1).
+        # Unstable (ρ ≥ 1): 1 − ρ(1 − B) ≤ B, so C becomes B/B ≈ 1 (B > 0 whenever A ≥ c).
+        np.maximum(denom, p_wait, out=denom)
+        p_wait /= denom  # C = B / (1 − ρ(1 − B))
+        np.copyto(p_wait, 1.0, where=~stable)  # exactly 1, not 1 − 1e-16
+        slack = np.subtract(cf, a, out=denom)  # reuse the buffer
+        np.maximum(slack, 0.0, out=slack)  # unstable: 0, so Wq = C/0 = +inf
+        slack *= mu  # c·μ − λ
+        wq = np.divide(p_wait, slack, out=out["wait_mean_s"])
+    np.add(wq, 1.0 / mu, out=out["response_mean_s"])
+    # Little's law. Unstable elements have λ > 0, so λ·inf = inf (never NaN).
+    lq = np.multiply(lam, wq, out=out["queue_length_mean"])
+    np.add(lq, a, out=out["in_system_mean"])  # L = Lq + λ/μ
+
+
+def erlang_c_wait_tail(result: MMcResult, t_s: npt.ArrayLike) -> FloatArray:
+    """P(Wq > t) = C · exp(−(c·μ − λ)·t) for t ≥ 0 (exact for M/M/c under FIFO;
+    Gross & Harris §2.3). Broadcasts ``t_s`` against the result; 1 where unstable."""
+    t = _as_float_array("wait threshold", t_s, positive=False)
+    slack = result.workers * result.service_rate_per_s - result.arrival_rate_per_s
+    with np.errstate(over="ignore", invalid="ignore"):
+        tail = result.p_wait * np.exp(-np.where(result.stable, slack, 0.0) * t)
+    return np.asarray(np.where(result.stable, tail, 1.0), dtype=np.float64)
+
+
+def erlang_c_wait_quantile(result: MMcResult, q: float) -> FloatArray:
+    """The q-quantile of the M/M/c wait, inverted from the exact tail:
+    t_q = ln(C / (1 − q)) / (c·μ − λ) when C > 1 − q, else 0 (an atom at zero); +inf where
+    unstable. ``q`` in (0, 1), e.g. 0.95 for p95."""
+    _check_quantile(q)
+    slack = result.workers * result.service_rate_per_s - result.arrival_rate_per_s
+    return wait_quantile_from_atom(
+        result.p_wait, np.where(result.stable, slack, 0.0), q, result.stable
+    )
+
+
+def erlang_c_wait_percentiles(result: MMcResult) -> dict[str, FloatArray]:
+    """{'p50': …, 'p90': …, 'p95': …, 'p99': …} wait quantiles (seconds) from the exact tail."""
+    return {f"p{round(q * 100)}": erlang_c_wait_quantile(result, q) for q in WAIT_PERCENTILES}
+
+
+def wait_quantile_from_atom(
+    p_wait: npt.ArrayLike, decay_per_s: npt.ArrayLike, q: float, stable: npt.ArrayLike
+) -> FloatArray:
+    """Quantile of a wait distributed as an atom at 0 of mass 1 − P plus P·Exp(decay):
+    P(W > t) = P·exp(−decay·t), so t_q = ln(P/(1 − q))/decay if P > 1 − q, else 0."""
+    _check_quantile(q)
+    p = np.asarray(p_wait, dtype=np.float64)
+    d = np.asarray(decay_per_s, dtype=np.float64)
+    ok = np.asarray(stable, dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tq = np.log(np.maximum(p, 1e-300) / (1.0 - q)) / np.where(d > 0, d, 1.0)
+    tq = np.where(p > 1.0 - q, tq, 0.0)
+    return np.asarray(np.where(ok, np.maximum(tq, 0.0), np.inf), dtype=np.float64)
+
+
+def _check_quantile(q: float) -> None:
+    if not (isinstance(q, int | float) and math.isfinite(q) and 0.0 < q < 1.0):
+        raise ModelInputError(f"quantile must be strictly between 0 and 1, got {q!r}.")
+
+
+# --------------------------------------------------------------------------------------------
+# G/G/c (Allen–Cunneen; Kingman for c = 1)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GGcResult:
+    """G/G/c approximation, arrays like :class:`MMcResult` (+inf waits where unstable)."""
+
+    workers: IntArray
+    utilization: FloatArray
+    stable: BoolArray
+    p_wait: FloatArray
+    """Erlang C probability of waiting, used by Allen–Cunneen as the M/M/c proxy."""
+    wait_mean_s: FloatArray
+    response_mean_s: FloatArray
+    queue_length_mean: FloatArray
+    in_system_mean: FloatArray
+    arrival_cv2: FloatArray
+    service_cv2: FloatArray
+
+
+def ggc_wait(
+    arrival_rate_per_s: npt.ArrayLike,
+    service_mean_s: npt.ArrayLike,
+    workers: npt.ArrayLike,
+    arrival_cv2: npt.ArrayLike = 1.0,
+    service_cv2: npt.ArrayLike = 1.0,
+) -> GGcResult:
+    """Allen–Cunneen approximation for the mean wait of a G/G/c queue:
+
+        Wq ≈ Wq(M/M/c) · (ca² + cs²) / 2
+
+    where ca², cs² are the squared coefficients of variation of inter-arrival and service
+    times (Allen, *Probability, Statistics and Queueing Theory*, 2nd ed. 1990, §6;
+    Hopp & Spearman, *Factory Physics*, eq. 8.10). For c = 1 it is Kingman's formula
+    Wq ≈ (ρ/(1 − ρ))·((ca² + cs²)/2)·E[S]; with ca² = cs² = 1 it is exactly M/M/c.
+    It is a heavy-traffic approximation: least accurate at low utilization and for very
+    bursty arrivals. Vectorized and unstable-safe like :func:`erlang_c`.
+    """
+    s = _as_float_array("service time mean", service_mean_s, positive=True)
+    ca2 = _as_float_array("arrival cv²", arrival_cv2, positive=False)
+    cs2 = _as_float_array("service cv²", service_cv2, positive=False)
+    base = erlang_c(arrival_rate_per_s, 1.0 / s, workers)
+    factor = (ca2 + cs2) / 2.0
+    with np.errstate(invalid="ignore"):
+        wq = np.where(base.stable, base.wait_mean_s * factor, np.inf)
+    lam = base.arrival_rate_per_s
+    w = np.asarray(wq + s, dtype=np.float64)
+    shape = wq.shape
+    return GGcResult(
+        workers=np.broadcast_to(base.workers, shape),
+        utilization=np.broadcast_to(base.utilization, shape),
+        stable=np.broadcast_to(base.stable, shape),
+        p_wait=np.broadcast_to(base.p_wait, shape),
+        wait_mean_s=wq,
+        response_mean_s=w,
+        queue_length_mean=np.where(base.stable, lam * wq, np.inf),
+        in_system_mean=np.where(base.stable, lam * w, np.inf),
+        arrival_cv2=np.broadcast_to(ca2, shape),
+        service_cv2=np.broadcast_to(cs2, shape),
     )

@@ -1,0 +1,330 @@
+"""What-if sweep: how a work queue behaves for each worker count in a range.
+
+Given the arrival rate λ, the mean service time E[S] (μ = 1/E[S]) and optionally variability,
+a key count and contention parameters, every worker count c in [workers_min, workers_max] is
+evaluated in one vectorized pass with the model that fits the inputs:
+
+* **M/M/c (Erlang C)** when ca² = cs² = 1 and no key count: exact means, P(wait) and wait
+  quantiles from the exact tail P(Wq > t) = C·exp(−(cμ − λ)t) (:mod:`models.queueing`).
+* **G/G/c (Allen–Cunneen)** when ca² or cs² ≠ 1: mean wait Wq(M/M/c)·(ca² + cs²)/2. Its wait
+  *distribution* is not known in closed form; p95 and P(wait > SLO) are approximated by keeping
+  the Erlang C probability of waiting C and making the conditional wait exponential with the
+  Allen–Cunneen conditional mean Wq/C, i.e. P(Wq > t) ≈ C·exp(−t·C/Wq). This is exact at
+  ca² = cs² = 1 and a heavy-traffic approximation otherwise (Whitt, "Approximations for the
+  GI/G/m queue", Prod. Oper. Manag. 2, 1993, uses the same shape).
+* **M/M/c//K (finite keys)** when ``keys`` is given: a coalescing workqueue holds at most one
+  entry per key (:mod:`models.finite_keys`); λ is then the total rate if every key were idle.
+  Wait quantiles come from that model's exact tail. It needs ca² = cs² = 1.
+
+**Contention (USL).** With σ, κ the per-worker service rate at c workers is
+μ_c = μ / (1 + σ(c − 1) + κc(c − 1)), so total capacity c·μ_c follows the Universal
+Scalability Law (:mod:`models.contention`) and can *fall* beyond N* = sqrt((1 − σ)/κ): more
+workers can then make waits worse, and the sweep shows it.
+
+**Recommendation.** With an SLO on wait and a quantile q (default 0.95): the smallest stable c
+with P(wait > SLO) ≤ 1 − q (its q-quantile of wait is within the SLO). With an SLO and no
+quantile: the smallest stable c whose mean wait ≤ SLO. Without an SLO: the smallest stable c.
+If nothing meets the SLO: the stable c with the lowest wait by the same criterion, with a reason;
+if nothing is stable: None, with a reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from models.contention import usl_slowdown
+from models.errors import ModelInputError
+from models.finite_keys import finite_keys, finite_keys_wait_quantile, finite_keys_wait_tail
+from models.queueing import ggc_wait, wait_quantile_from_atom
+
+MAX_WORKERS = 10_000
+
+
+@dataclass(frozen=True)
+class WhatIfInputs:
+    """Inputs of a what-if sweep (SI units)."""
+
+    arrival_rate_per_s: float
+    service_mean_s: float
+    service_cv2: float = 1.0
+    arrival_cv2: float = 1.0
+    keys: int | None = None
+    sigma: float | None = None
+    kappa: float | None = None
+    workers_min: int = 1
+    workers_max: int = 16
+    slo_wait_s: float | None = None
+    slo_quantile: float | None = 0.95
+    """Quantile the SLO applies to; None means the SLO applies to the mean wait."""
+
+
+@dataclass(frozen=True)
+class WhatIfRow:
+    """One worker count. None where a value does not exist (e.g. waits of an unstable row)."""
+
+    workers: int
+    utilization: float
+    """Offered load per worker λ/(c·μ_c) (above 1: unstable); for finite keys the busy fraction."""
+    stable: bool
+    p_wait: float | None
+    wait_mean_s: float | None
+    response_mean_s: float | None
+    wait_p95_s: float | None
+    p_wait_over_slo: float | None
+    """P(wait > SLO); None without an SLO or when unstable."""
+    throughput_per_s: float
+    """Completions per second: λ when stable, the capacity c·μ_c when saturated."""
+    service_rate_per_worker_per_s: float
+    """μ_c: per-worker service rate after USL contention (μ without σ, κ)."""
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    workers: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class WhatIfResult:
+    inputs: WhatIfInputs
+    model: str
+    rows: tuple[WhatIfRow, ...]
+    recommendation: Recommendation
+
+
+def _finite(name: str, value: float, *, positive: bool = False, upper: float | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ModelInputError(f"{name} must be a finite number, got {value!r}.")
+    if positive and value <= 0:
+        raise ModelInputError(f"{name} must be greater than 0, got {value!r}.")
+    if value < 0:
+        raise ModelInputError(f"{name} must not be negative, got {value!r}.")
+    if upper is not None and value > upper:
+        raise ModelInputError(f"{name} must be at most {upper:g}, got {value!r}.")
+
+
+def validate_inputs(inp: WhatIfInputs) -> None:
+    """Raise ModelInputError (one sentence) for inputs the sweep cannot use."""
+    _finite("arrival rate", inp.arrival_rate_per_s)
+    _finite("service time mean", inp.service_mean_s, positive=True)
+    _finite("service cv²", inp.service_cv2)
+    _finite("arrival cv²", inp.arrival_cv2)
+    if (inp.sigma is None) != (inp.kappa is None):
+        raise ModelInputError(
+            "give both sigma and kappa (the USL contention parameters) or neither."
+        )
+    if inp.sigma is not None and inp.kappa is not None:
+        _finite("sigma", inp.sigma, upper=1.0)
+        _finite("kappa", inp.kappa, upper=1.0)
+    for name, value in (("workers_min", inp.workers_min), ("workers_max", inp.workers_max)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ModelInputError(f"{name} must be a whole number of at least 1, got {value!r}.")
+    if inp.workers_max < inp.workers_min:
+        raise ModelInputError(f"the worker range is reversed: {inp.workers_min}-{inp.workers_max}.")
+    if inp.workers_max > MAX_WORKERS:
+        raise ModelInputError(f"at most {MAX_WORKERS} workers can be swept, got {inp.workers_max}.")
+    if inp.keys is not None:
+        if isinstance(inp.keys, bool) or not isinstance(inp.keys, int) or inp.keys < 1:
+            raise ModelInputError(
+                f"the key count must be a whole number of at least 1, got {inp.keys!r}."
+            )
+        if inp.keys > 10_000_000:
+            raise ModelInputError("at most 10,000,000 keys are supported by the finite-key model.")
+        if inp.service_cv2 != 1.0 or inp.arrival_cv2 != 1.0:
+            raise ModelInputError(
+                "the finite-key model assumes exponential times: leave the cv² values at 1 "
+                "when giving a key count."
+            )
+    if inp.slo_wait_s is not None:
+        _finite("wait SLO", inp.slo_wait_s, positive=True)
+    if inp.slo_quantile is not None and not (
+        isinstance(inp.slo_quantile, int | float) and 0.0 < inp.slo_quantile < 1.0
+    ):
+        raise ModelInputError(
+            f"the SLO quantile must be between 0 and 1, got {inp.slo_quantile!r}."
+        )
+
+
+def whatif_sweep(inputs: WhatIfInputs) -> WhatIfResult:
+    """Evaluate every worker count in [workers_min, workers_max] (see the module docstring)."""
+    validate_inputs(inputs)
+    c = np.arange(inputs.workers_min, inputs.workers_max + 1, dtype=np.int64)
+    lam = float(inputs.arrival_rate_per_s)
+    mu = 1.0 / inputs.service_mean_s
+    if inputs.sigma is not None and inputs.kappa is not None:
+        mu_c = mu / usl_slowdown(c, inputs.sigma, inputs.kappa)
+    else:
+        mu_c = np.full(c.shape, mu)
+    slo = inputs.slo_wait_s
+    if inputs.keys is not None:
+        model = "M/M/c//K finite keys (machine-repairman)"
+        cols = _finite_keys_columns(inputs.keys, lam, mu_c, c, slo)
+    elif inputs.arrival_cv2 == 1.0 and inputs.service_cv2 == 1.0:
+        model = "M/M/c (Erlang C)"
+        cols = _infinite_columns(lam, mu_c, c, 1.0, 1.0, slo)
+    else:
+        model = "G/G/c (Allen–Cunneen approximation)"
+        cols = _infinite_columns(lam, mu_c, c, inputs.arrival_cv2, inputs.service_cv2, slo)
+    rows = tuple(
+        WhatIfRow(
+            workers=int(c[i]),
+            utilization=float(cols["utilization"][i]),
+            stable=bool(cols["stable"][i]),
+            p_wait=_opt(cols["p_wait"][i], cols["stable"][i]),
+            wait_mean_s=_opt(cols["wait_mean_s"][i], cols["stable"][i]),
+            response_mean_s=_opt(cols["response_mean_s"][i], cols["stable"][i]),
+            wait_p95_s=_opt(cols["wait_p95_s"][i], cols["stable"][i]),
+            p_wait_over_slo=None if slo is None else _opt(cols["over_slo"][i], cols["stable"][i]),
+            throughput_per_s=float(cols["throughput_per_s"][i]),
+            service_rate_per_worker_per_s=float(mu_c[i]),
+        )
+        for i in range(len(c))
+    )
+    return WhatIfResult(inputs, model, rows, _recommend(inputs, rows, cols, c))
+
+
+def _opt(value: float | np.floating, stable: bool | np.bool_) -> float | None:
+    v = float(value)
+    return v if bool(stable) and math.isfinite(v) else None
+
+
+def _infinite_columns(
+    lam: float,
+    mu_c: npt.NDArray[np.float64],
+    c: npt.NDArray[np.int64],
+    ca2: float,
+    cs2: float,
+    slo: float | None,
+) -> dict[str, npt.NDArray[np.float64]]:
+    res = ggc_wait(lam, 1.0 / mu_c, c, ca2, cs2)
+    stable = np.asarray(res.stable)
+    wq = np.asarray(res.wait_mean_s)
+    pw = np.asarray(res.p_wait)
+    # Tail P(Wq > t) = C·exp(−decay·t) with decay = C/Wq (= c·μ − λ exactly for M/M/c).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        decay = np.where(stable & (wq > 0), pw / np.where(wq > 0, wq, 1.0), np.inf)
+    p95 = wait_quantile_from_atom(pw, decay, 0.95, stable)
+    cols: dict[str, npt.NDArray[np.float64]] = {
+        "utilization": np.asarray(res.utilization),
+        "stable": stable.astype(np.float64),
+        "p_wait": pw,
+        "wait_mean_s": wq,
+        "response_mean_s": np.asarray(res.response_mean_s),
+        "wait_p95_s": p95,
+        "throughput_per_s": np.where(stable, lam, c * mu_c),
+    }
+    if slo is not None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            cols["over_slo"] = np.where(stable, pw * np.exp(-np.minimum(decay, 1e300) * slo), 1.0)
+        cols["slo_quantile_wait_s"] = p95
+    cols["stable"] = stable.astype(np.float64)
+    cols["_decay"] = decay
+    return cols
+
+
+def _finite_keys_columns(
+    keys: int,
+    lam: float,
+    mu_c: npt.NDArray[np.float64],
+    c: npt.NDArray[np.int64],
+    slo: float | None,
+) -> dict[str, npt.NDArray[np.float64]]:
+    res = finite_keys(keys, lam, mu_c, c)
+    cols: dict[str, npt.NDArray[np.float64]] = {
+        "utilization": res.utilization,
+        "stable": np.ones(c.shape),  # a finite state space is always stable
+        "p_wait": res.p_wait,
+        "wait_mean_s": res.wait_mean_s,
+        "response_mean_s": res.response_mean_s,
+        "wait_p95_s": finite_keys_wait_quantile(keys, lam, mu_c, c, 0.95),
+        "throughput_per_s": res.throughput_per_s,
+    }
+    if slo is not None:
+        cols["over_slo"] = finite_keys_wait_tail(keys, lam, mu_c, c, slo)
+    return cols
+
+
+def _recommend(
+    inputs: WhatIfInputs,
+    rows: tuple[WhatIfRow, ...],
+    cols: dict[str, npt.NDArray[np.float64]],
+    c: npt.NDArray[np.int64],
+) -> Recommendation:
+    stable_rows = [r for r in rows if r.stable]
+    span = f"c={inputs.workers_min}..{inputs.workers_max}"
+    if not stable_rows:
+        return Recommendation(
+            None,
+            f"unstable at every worker count: λ ≥ c·μ up to c={inputs.workers_max}; "
+            "add capacity per worker or reduce the arrival rate.",
+        )
+    slo = inputs.slo_wait_s
+    if slo is None:
+        first = stable_rows[0]
+        return Recommendation(
+            first.workers, f"no SLO given: smallest stable worker count in {span}."
+        )
+    q = inputs.slo_quantile
+    if q is None:
+        metric = {r.workers: r.wait_mean_s for r in stable_rows}
+        label = "mean wait"
+        meets = {w: m is not None and m <= slo for w, m in metric.items()}
+    else:
+        over = {r.workers: r.p_wait_over_slo for r in stable_rows}
+        meets = {w: p is not None and p <= 1.0 - q + 1e-12 for w, p in over.items()}
+        metric = {w: _quantile_of_row(inputs, w, q, cols, c) for w in over}
+        label = f"p{_pct(q)} wait"
+    for r in stable_rows:
+        if meets[r.workers]:
+            crit = (
+                f"mean wait ≤ {slo:g} s"
+                if q is None
+                else f"P(wait > {slo:g} s) ≤ {1.0 - q:.3g} (p{_pct(q)} wait ≤ {slo:g} s)"
+            )
+            return Recommendation(r.workers, f"smallest stable worker count with {crit}.")
+    best = min(stable_rows, key=lambda r: _key(metric[r.workers]))
+    value = metric[best.workers]
+    shown = "n/a" if value is None else f"{value:.3g} s"
+    return Recommendation(
+        best.workers,
+        f"the SLO ({label} ≤ {slo:g} s) cannot be met in {span}; "
+        f"c={best.workers} has the lowest {label} ({shown}).",
+    )
+
+
+def _key(value: float | None) -> float:
+    return math.inf if value is None else value
+
+
+def _pct(q: float) -> str:
+    return f"{q * 100:g}"
+
+
+def _quantile_of_row(
+    inputs: WhatIfInputs,
+    workers: int,
+    q: float,
+    cols: dict[str, npt.NDArray[np.float64]],
+    c: npt.NDArray[np.int64],
+) -> float | None:
+    i = int(np.searchsorted(c, workers))
+    if q == 0.95:
+        v = float(cols["wait_p95_s"][i])
+    elif inputs.keys is not None:
+        mu_c = 1.0 / inputs.service_mean_s
+        if inputs.sigma is not None and inputs.kappa is not None:
+            mu_c /= float(usl_slowdown(workers, inputs.sigma, inputs.kappa))
+        v = float(
+            finite_keys_wait_quantile(inputs.keys, inputs.arrival_rate_per_s, mu_c, [workers], q)[0]
+        )
+    else:
+        v = float(
+            wait_quantile_from_atom(
+                cols["p_wait"][i], cols["_decay"][i], q, bool(cols["stable"][i])
+            )
+        )
+    return v if math.isfinite(v) else None
