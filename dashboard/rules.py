@@ -1,0 +1,245 @@
+"""Prometheus recording and alerting rules for queuelens, generated from the metric profile.
+
+The expressions come from :class:`collectors.profile.Profile` (``queries`` and
+``derived_queries``) — this module only names them, wires the alerts onto the recorded series
+and renders YAML. Nothing here talks to Prometheus.
+
+Recorded series follow Prometheus's ``level:metric:operations`` naming convention
+(https://prometheus.io/docs/practices/rules/): the level is the queue label the series keeps
+(``name``), the metric is the source metric (``_total`` stripped after ``rate``), the
+operations end with the window, e.g. ``name:workqueue_adds:rate5m``.
+
+Alerts read the recorded series of the same group file, so Prometheus (or a Thanos / Mimir
+ruler) does the heavy per-queue aggregation once per evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import yaml
+
+from collectors.profile import Profile, SignalQuery, check_metric_name
+
+GROUP_RECORDING = "queuelens.recording"
+GROUP_ALERTS = "queuelens.alerts"
+
+# signal (as named by the profile) -> (metric part, operation part without the window).
+_RECORDED: dict[str, tuple[str, str]] = {
+    "arrival_rate_per_s": ("workqueue_adds", "rate"),
+    "throughput_per_s": ("workqueue_work_duration_seconds_count", "rate"),
+    "busy_workers": ("workqueue_work_duration_seconds_sum", "rate"),
+    "utilization": ("workqueue_busy_workers_per_worker", "ratio_rate"),
+    "queue_wait_mean_s": ("workqueue_queue_duration_seconds", "mean"),
+    "retries_per_s": ("workqueue_retries", "rate"),
+    "error_ratio": ("controller_runtime_reconcile_errors_per_reconcile", "ratio_rate"),
+    "depth_growth_per_s": ("workqueue_depth", "deriv"),
+    "unfinished_work_growth": ("workqueue_unfinished_work_seconds", "deriv"),
+    "longest_running_s": ("workqueue_longest_running_processor_seconds", "max_over_time"),
+}
+RECORDED_SIGNALS: tuple[str, ...] = tuple(_RECORDED)
+
+
+@dataclass(frozen=True)
+class AlertThresholds:
+    """Where the alerts trip. Each is a documented judgement, not a law of nature."""
+
+    utilization: float = 0.9
+    """Busy workers / workers. Above ~0.9, M/M/c waiting time grows steeply (Erlang C), and a
+    short burst has no spare worker to absorb it."""
+    saturation_for_s: float = 900.0
+    backlog_excess_ratio: float = 0.02
+    """Arrivals must exceed throughput by this fraction (rate noise on a balanced queue stays
+    well under 2 %), and the depth must be rising, for the backlog alert."""
+    backlog_for_s: float = 900.0
+    error_ratio: float = 0.5
+    """Reconcile errors / reconciles: most passes fail."""
+    retries_per_add: float = 0.5
+    """Delayed re-adds / adds: retries make up at least half of the arrivals."""
+    retry_storm_for_s: float = 600.0
+    stuck_growth: float = 0.5
+    """deriv(workqueue_unfinished_work_seconds) in s/s ≈ in-flight items that never complete."""
+    stuck_longest_running_s: float = 600.0
+    stuck_for_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class RecordingRule:
+    record: str
+    expr: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"record": self.record, "expr": self.expr}
+
+
+@dataclass(frozen=True)
+class AlertingRule:
+    alert: str
+    expr: str
+    for_s: float
+    severity: str
+    summary: str
+    description: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "alert": self.alert,
+            "expr": self.expr,
+            "for": prometheus_duration(self.for_s),
+            "labels": {"severity": self.severity},
+            "annotations": {"summary": self.summary, "description": self.description},
+        }
+
+
+@dataclass(frozen=True)
+class RuleGroup:
+    name: str
+    rules: Sequence[RecordingRule | AlertingRule] = field(default_factory=tuple)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"name": self.name, "rules": [r.as_dict() for r in self.rules]}
+
+
+def prometheus_duration(seconds: float) -> str:
+    """Seconds -> the shortest Prometheus duration string: 300 -> '5m', 5400 -> '1h30m',
+    1.5 -> '1500ms'. Used in rule names (``rate5m``) and ``for:``."""
+    ms = round(seconds * 1000)
+    if ms <= 0:
+        raise ValueError(f"a rule duration must be at least 1 ms, got {seconds!r} s")
+    out = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000),
+                       ("ms", 1)):
+        count, ms = divmod(ms, size)
+        if count:
+            out.append(f"{count}{unit}")
+    return "".join(out)
+
+
+def recorded_names(profile: Profile, window_s: float) -> dict[str, str]:
+    """signal -> recorded series name (``name:workqueue_adds:rate5m``) for this profile/window."""
+    suffix = prometheus_duration(window_s)
+    level = profile.queue_label
+    return {
+        signal: check_metric_name(f"{level}:{metric}:{op}{suffix}", "recorded series name")
+        for signal, (metric, op) in _RECORDED.items()
+    }
+
+
+def _signal_queries(profile: Profile, window_s: float) -> dict[str, SignalQuery]:
+    found = {s.signal: s for s in (*profile.queries(window_s), *profile.derived_queries(window_s))}
+    return {signal: found[signal] for signal in _RECORDED if signal in found}
+
+
+def build_rule_groups(
+    profile: Profile, window_s: float, thresholds: AlertThresholds | None = None
+) -> list[RuleGroup]:
+    """The recording group and the alerting group for ``profile`` with a ``window_s`` window.
+
+    Signals the profile cannot express (utilization without a worker count, error ratio without
+    controller-runtime metrics) are left out, together with the alerts that need them.
+    """
+    t = thresholds or AlertThresholds()
+    queries = _signal_queries(profile, window_s)
+    names = {s: n for s, n in recorded_names(profile, window_s).items() if s in queries}
+    recording = [RecordingRule(names[s], queries[s].promql) for s in names]
+    alerts = _alerts(names, profile.queue_label, prometheus_duration(window_s), t)
+    return [RuleGroup(GROUP_RECORDING, tuple(recording)), RuleGroup(GROUP_ALERTS, tuple(alerts))]
+
+
+def _alerts(
+    n: Mapping[str, str], q: str, window: str, t: AlertThresholds
+) -> list[AlertingRule]:
+    queue = "{{ $labels." + q + " }}"
+    value = '{{ printf "%.2f" $value }}'
+    percent = "{{ $value | humanizePercentage }}"
+    out: list[AlertingRule] = []
+    if "utilization" in n:
+        out.append(AlertingRule(
+            alert="WorkqueueSaturated",
+            expr=f"{n['utilization']} >= {t.utilization:g}",
+            for_s=t.saturation_for_s,
+            severity="warning",
+            summary=f"Work queue {queue} is saturated: workers busy {percent} of the time",
+            description=(
+                f"Busy workers / workers for {queue} has been at least {t.utilization:.0%} "
+                f"(over {window} windows) for {prometheus_duration(t.saturation_for_s)}. "
+                "Queue wait grows steeply near full utilization. Before adding workers, check "
+                "for contention (API 409/429, client-side throttling) and a hot key: "
+                "`queuelens advise` tells them apart."
+            ),
+        ))
+    out.append(AlertingRule(
+        alert="WorkqueueBacklogGrowing",
+        expr=(
+            f"({n['arrival_rate_per_s']} - {n['throughput_per_s']}) "
+            f"> {t.backlog_excess_ratio:g} * {n['arrival_rate_per_s']} "
+            f"and on ({q}) {n['depth_growth_per_s']} > 0"
+        ),
+        for_s=t.backlog_for_s,
+        severity="warning",
+        summary=f"Backlog of work queue {queue} grows by {value} items/s",
+        description=(
+            f"Distinct arrivals to {queue} exceed completed passes by {value}/s and the depth "
+            f"keeps rising ({prometheus_duration(t.backlog_for_s)}). Waiting work grows "
+            "without bound until arrivals fall or capacity rises; more workers help only up "
+            "to the contention / dependency ceiling."
+        ),
+    ))
+    storm = f"{n['retries_per_s']} / {n['arrival_rate_per_s']} >= {t.retries_per_add:g}"
+    if "error_ratio" in n:
+        storm = f"{n['error_ratio']} >= {t.error_ratio:g} and on ({q}) {storm}"
+        why = (f"At least {t.error_ratio:.0%} of reconciles of {queue} fail and retries make "
+               f"up at least {t.retries_per_add:.0%} of its adds")
+    else:
+        why = (f"Retries (delayed re-adds, which include planned requeues) make up at least "
+               f"{t.retries_per_add:.0%} of the adds of {queue}")
+    out.append(AlertingRule(
+        alert="WorkqueueRetryStorm",
+        expr=storm,
+        for_s=t.retry_storm_for_s,
+        severity="warning",
+        summary=f"Retry storm on work queue {queue}",
+        description=(
+            f"{why} ({prometheus_duration(t.retry_storm_for_s)}). Fix the cause rather than "
+            "adding workers: set a condition instead of retrying non-retriable failures "
+            "(auth, invalid spec), and put a global or per-dependency limit with jitter on "
+            "retries."
+        ),
+    ))
+    out.append(AlertingRule(
+        alert="WorkqueueStuckWorkers",
+        expr=(
+            f"{n['unfinished_work_growth']} > {t.stuck_growth:g} "
+            f"and on ({q}) {n['longest_running_s']} > {t.stuck_longest_running_s:g}"
+        ),
+        for_s=t.stuck_for_s,
+        severity="critical",
+        summary=f"Work queue {queue} has workers that do not finish",
+        description=(
+            f"Unfinished work on {queue} grows by {value} s/s (about that many in-flight items "
+            "are not completing) and the longest-running item is older than "
+            f"{prometheus_duration(t.stuck_longest_running_s)}. Look for a Get without Done "
+            "on some return path, or a call without a timeout."
+        ),
+    ))
+    return out
+
+
+HEADER = (
+    "# Prometheus rules for controller work queues, generated by `queuelens rules{args}`.\n"
+    "# Regenerate instead of editing. Load with rule_files: in prometheus.yml, or upload to a\n"
+    "# Thanos / Mimir ruler (see the queuelens README).\n"
+)
+
+
+def render_yaml(groups: Sequence[RuleGroup], command_args: str = "") -> str:
+    """The rules file text (``groups:``), with a header naming the command that made it."""
+    body = yaml.safe_dump(
+        {"groups": [g.as_dict() for g in groups]},
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1_000_000,
+    )
+    return HEADER.format(args=command_args) + body
