@@ -1,0 +1,195 @@
+"""``CachedSource``: one shared, time-bounded cache in front of any :class:`Source`.
+
+Ten browser tabs asking for "the snapshot now" must not become ten times the load on
+Prometheus. So:
+
+* ``at`` / ``start`` / ``end`` are aligned down to ``align_s`` and the *aligned* times are
+  queried, so requests within the same slot share one key — (call, aligned time(s), window or
+  step, queues);
+* an entry lives ``ttl_s`` seconds (monotonic clock); the cache holds at most ``max_entries``;
+* concurrent callers of a key that is being fetched wait for that one fetch (in-flight
+  de-duplication) instead of issuing their own;
+* when the source is unavailable (:class:`PrometheusUnavailable`) the last good result of the
+  same kind (same window; same range length/step/queues) is returned with a warning, and
+  :meth:`health` reports the error and since when data is stale, so the dashboard can show a
+  banner; the next successful fetch clears it (self-recovery). A failure is itself remembered
+  for ``error_ttl_s`` so a down Prometheus is not hammered by every tab.
+
+Other errors (bad query, bad config) are raised to every caller: serving stale data would hide
+a problem only the user can fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from collectors.errors import PrometheusUnavailable
+from collectors.types import RangeData, Snapshot, Source
+
+R = TypeVar("R", Snapshot, RangeData)
+
+
+@dataclass(frozen=True)
+class SourceHealth:
+    ok: bool
+    last_error: str | None = None
+    stale_since: float | None = None
+    """Unix time of the first failure since the last success (None when healthy)."""
+    last_success_at: float | None = None
+
+
+class _Flight:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+class CachedSource:
+    """A thread-safe caching wrapper; itself a :class:`Source`."""
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        ttl_s: float = 15.0,
+        align_s: float = 5.0,
+        error_ttl_s: float = 5.0,
+        max_entries: int = 256,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        if ttl_s <= 0 or align_s <= 0 or error_ttl_s < 0 or max_entries < 1:
+            raise ValueError("ttl_s and align_s must be > 0, error_ttl_s >= 0, max_entries >= 1")
+        self.source = source
+        self.ttl_s = ttl_s
+        self.align_s = align_s
+        self.error_ttl_s = error_ttl_s
+        self.max_entries = max_entries
+        self._mono = monotonic
+        self._wall = wall
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
+        self._errors: dict[Hashable, tuple[float, BaseException]] = {}
+        self._flights: dict[Hashable, _Flight] = {}
+        self._last_good: dict[Hashable, Any] = {}
+        self._last_error: str | None = None
+        self._stale_since: float | None = None
+        self._last_success: float | None = None
+        self.fetches = 0
+        """How many calls reached the wrapped source (for tests and metrics)."""
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    def health(self) -> SourceHealth:
+        with self._lock:
+            return SourceHealth(ok=self._last_error is None, last_error=self._last_error,
+                                stale_since=self._stale_since,
+                                last_success_at=self._last_success)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._errors.clear()
+
+    def _align(self, t: float) -> float:
+        return math.floor(t / self.align_s) * self.align_s
+
+    def snapshot(self, at: float, window_s: float) -> Snapshot:
+        aligned = self._align(at)
+        return self._get(("snapshot", aligned, window_s), ("snapshot", window_s),
+                         lambda: self.source.snapshot(aligned, window_s))
+
+    def range(
+        self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None
+    ) -> RangeData:
+        a, b = self._align(start), self._align(end)
+        qkey = tuple(sorted(queues)) if queues else None
+        return self._get(("range", a, b, step_s, qkey), ("range", b - a, step_s, qkey),
+                         lambda: self.source.range(a, b, step_s, queues))
+
+    def _get(self, key: Hashable, family: Hashable, fetch: Callable[[], R]) -> R:
+        while True:
+            with self._lock:
+                now = self._mono()
+                entry = self._entries.get(key)
+                if entry is not None and now - entry[0] < self.ttl_s:
+                    self._entries.move_to_end(key)
+                    cached: R = entry[1]
+                    return cached
+                err = self._errors.get(key)
+                if err is not None and now - err[0] < self.error_ttl_s:
+                    stale: R = self._fallback(family, err[1])
+                    return stale
+                flight = self._flights.get(key)
+                if flight is None:
+                    flight = _Flight()
+                    self._flights[key] = flight
+                    owner = True
+                else:
+                    owner = False
+            if not owner:
+                flight.done.wait()
+                if flight.error is None:
+                    shared: R = flight.result
+                    return shared
+                if isinstance(flight.error, PrometheusUnavailable):
+                    with self._lock:
+                        fallback: R = self._fallback(family, flight.error)
+                        return fallback
+                raise flight.error
+            return self._fetch(key, family, fetch, flight)
+
+    def _fetch(self, key: Hashable, family: Hashable, fetch: Callable[[], R], flight: _Flight) -> R:
+        try:
+            with self._lock:
+                self.fetches += 1
+            result = fetch()
+        except BaseException as exc:
+            with self._lock:
+                self._flights.pop(key, None)
+                flight.error = exc
+                if isinstance(exc, PrometheusUnavailable):
+                    self._errors[key] = (self._mono(), exc)
+                    self._last_error = str(exc)
+                    if self._stale_since is None:
+                        self._stale_since = self._wall()
+                    flight.done.set()
+                    old: R = self._fallback(family, exc)
+                    return old
+                self._last_error = str(exc)
+                flight.done.set()
+            raise
+        with self._lock:
+            self._flights.pop(key, None)
+            self._entries[key] = (self._mono(), result)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+            self._errors.pop(key, None)
+            self._last_good[family] = result
+            self._last_error = None
+            self._stale_since = None
+            self._last_success = self._wall()
+            flight.result = result
+            flight.done.set()
+        return result
+
+    def _fallback(self, family: Hashable, exc: BaseException) -> Any:
+        """Caller holds the lock. The last good result of this kind, marked stale, or raise."""
+        good = self._last_good.get(family)
+        if good is None:
+            raise exc
+        since = self._stale_since
+        when = time.strftime("%H:%M:%S", time.gmtime(since)) if since else "now"
+        note = f"stale data: the source has been unavailable since {when} UTC ({exc})"
+        return dataclasses.replace(good, warnings=(*good.warnings, note))

@@ -1,0 +1,108 @@
+"""Pick the data source: a Prometheus-compatible API, or the embedded demo.
+
+``open_source(prometheus_url, demo, config)``: ``demo=True`` -> the embedded demo; otherwise a
+URL from the argument, ``QUEUELENS_PROMETHEUS_URL`` or the config file -> a
+:class:`~collectors.snapshot.PrometheusSource`; no URL anywhere -> the demo (the embedded default
+a new user sees; its ``name`` is ``demo`` so nobody mistakes it for live data).
+
+:func:`add_source_arguments` / :func:`source_from_args` give every command the same flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from collectors.config import (
+    QueuelensConfig,
+    connection_settings,
+    load_config,
+    parse_headers,
+)
+from collectors.errors import ConfigError
+from collectors.profile import parse_selector
+from collectors.types import Source
+
+
+def open_source(
+    prometheus_url: str | None,
+    demo: bool,
+    config: QueuelensConfig | None = None,
+    *,
+    selector: str | None = None,
+    token_file: str | None = None,
+    ca_file: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout_s: float | None = None,
+    env: Mapping[str, str] | None = None,
+    demo_scenario: str = "all",
+) -> Source:
+    """Build the source. Raises ConfigError for inconsistent or invalid settings."""
+    config = config or QueuelensConfig()
+    if demo and prometheus_url:
+        raise ConfigError("choose either --demo or --prometheus URL, not both")
+    settings = None
+    if not demo:
+        settings = connection_settings(
+            config, url=prometheus_url, token_file=token_file, ca_file=ca_file,
+            headers=headers, timeout_s=timeout_s, env=env,
+        )
+    if settings is None:
+        from collectors.demo import DemoSource  # created by the demo module's owner
+
+        return DemoSource(scenario=demo_scenario)
+    from collectors.prom_client import PrometheusClient
+    from collectors.snapshot import PrometheusSource
+
+    profile = config.profile
+    if selector:
+        profile = profile.with_selector(parse_selector(selector))
+    return PrometheusSource(PrometheusClient(settings), profile)
+
+
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """--demo | --prometheus URL, --config, --selector, --timeout, auth/TLS/header flags."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--demo", action="store_true",
+                       help="use the embedded demo fleet (default when no Prometheus URL is set)")
+    group.add_argument("--prometheus", metavar="URL",
+                       help="Prometheus-compatible API base URL (env QUEUELENS_PROMETHEUS_URL)")
+    parser.add_argument("--config", metavar="FILE", help="YAML config (connection and profile)")
+    parser.add_argument("--selector", metavar="'{...}'",
+                        help="extra label matchers for every series, e.g. '{namespace=\"x\"}'")
+    parser.add_argument("--timeout", metavar="DURATION", type=_duration,
+                        help="read timeout per Prometheus request (default 30s)")
+    parser.add_argument("--prometheus-token-file", metavar="FILE",
+                        help="bearer token file (or env QUEUELENS_PROMETHEUS_TOKEN)")
+    parser.add_argument("--prometheus-ca", metavar="FILE",
+                        help="CA bundle to verify the server (env QUEUELENS_PROMETHEUS_CA)")
+    parser.add_argument("--prometheus-header", metavar="NAME=VALUE", action="append",
+                        default=[], help="extra HTTP header, e.g. X-Scope-OrgID=tenant (repeat)")
+
+
+def _duration(text: str) -> float:
+    from dashboard.cliutil import parse_duration
+
+    return parse_duration(text)
+
+
+def source_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Source:
+    config = load_config(getattr(args, "config", None))
+    headers: dict[str, str] = {}
+    for item in getattr(args, "prometheus_header", None) or []:
+        headers.update(parse_headers(item, "--prometheus-header"))
+    return open_source(
+        getattr(args, "prometheus", None),
+        bool(getattr(args, "demo", False)),
+        config,
+        selector=getattr(args, "selector", None),
+        token_file=getattr(args, "prometheus_token_file", None),
+        ca_file=getattr(args, "prometheus_ca", None),
+        headers=headers,
+        timeout_s=getattr(args, "timeout", None),
+        env=env,
+    )
+
+
+__all__: Sequence[Any] = ["add_source_arguments", "open_source", "source_from_args"]

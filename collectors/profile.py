@@ -1,0 +1,466 @@
+"""Every PromQL expression queuelens sends, in one place.
+
+A :class:`Profile` names the metrics (controller-runtime defaults, or the component-base
+variant used by kube-controller-manager and other Kubernetes components), the extra label
+selector the user wants on every series (``{namespace="x", job="y"}``), worker counts for
+queues that have no ``controller_runtime_max_concurrent_reconciles`` gauge, and user-supplied
+"external effects" queries. :mod:`collectors.config` builds one from YAML.
+
+Rules the expressions follow (see docs/reference: workqueue-metrics.md §6):
+
+* one expression per signal for *all* queues: ``sum by (name) (...)``, never one per queue;
+* counters only through ``rate()`` (it handles counter resets), gauges never through ``rate()``:
+  ``workqueue_unfinished_work_seconds`` uses ``deriv()``/``last_over_time()``,
+  ``workqueue_longest_running_processor_seconds`` uses ``max_over_time()``;
+* ``workqueue_depth`` is summed over ``priority`` (controller-runtime >= 0.21 splits it);
+* histograms are fetched as ``sum by (name, le) (rate(..._bucket[w]))`` and the quantiles are
+  computed from those bucket rates (``le`` parsed as a float, never string-matched);
+* every label value that goes into PromQL passes :func:`escape_label_value` (for ``=``/``!=``)
+  or :func:`escape_regex_value` (for ``=~``/``!~``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from collectors.errors import ConfigError
+
+CONTROLLER_RUNTIME = "controller-runtime"
+COMPONENT_BASE = "component-base"
+PROFILE_NAMES = (CONTROLLER_RUNTIME, COMPONENT_BASE)
+
+# --- escaping -----------------------------------------------------------------------------
+
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
+_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\Z")
+# RE2 metacharacters. Escaping any other punctuation would also be legal RE2; these suffice.
+_REGEX_META = frozenset("\\.+*?()|[]{}^$")
+
+
+def escape_label_value(value: str) -> str:
+    """A PromQL double-quoted string literal for ``value`` (quotes included).
+
+    Backslash, double quote and newline are escaped, so ``a"b`` becomes ``"a\\"b"`` and can
+    never close the string early (``name="x"} or up{a="``-style injection is impossible).
+    Use it with the ``=`` and ``!=`` matchers.
+    """
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def regex_literal(value: str) -> str:
+    """``value`` as an RE2 pattern that matches exactly that string (metacharacters escaped)."""
+    return "".join("\\" + ch if ch in _REGEX_META else ch for ch in value)
+
+
+def escape_regex_value(value: str) -> str:
+    """A PromQL string literal for an ``=~`` matcher that matches exactly ``value``.
+
+    Regex metacharacters are escaped first (``a.b`` must not match ``aXb``), then the result is
+    quoted like :func:`escape_label_value`.
+    """
+    return escape_label_value(regex_literal(value))
+
+
+def check_label_name(name: str) -> str:
+    if not _LABEL_NAME.match(name):
+        raise ConfigError(
+            f"{name!r} is not a valid Prometheus label name (letters, digits, underscore; "
+            "not starting with a digit)"
+        )
+    return name
+
+
+def check_metric_name(name: str, what: str = "metric name") -> str:
+    if not _METRIC_NAME.match(name):
+        raise ConfigError(f"{what} {name!r} is not a valid Prometheus metric name")
+    return name
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds -> a PromQL duration (``300s``, ``1500ms``). Must be > 0 and finite."""
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(f"a PromQL window must be a positive number of seconds, got {seconds!r}")
+    ms = round(seconds * 1000)
+    if ms <= 0:
+        raise ConfigError(f"a PromQL window must be at least 1 ms, got {seconds!r} s")
+    return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+# --- label selectors ----------------------------------------------------------------------
+
+MATCH_OPS = ("=~", "!~", "!=", "=")
+
+
+@dataclass(frozen=True)
+class Matcher:
+    label: str
+    op: str
+    value: str
+
+    def render(self) -> str:
+        return f"{self.label}{self.op}{escape_label_value(self.value)}"
+
+
+_ESCAPES = {
+    "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
+    "\\": "\\", '"': '"', "'": "'",
+}
+
+
+def _read_string(text: str, pos: int, original: str) -> tuple[str, int]:
+    quote = text[pos]
+    pos += 1
+    out: list[str] = []
+    while pos < len(text):
+        ch = text[pos]
+        if ch == quote:
+            return "".join(out), pos + 1
+        if ch == "\\" and quote != "`":
+            if pos + 1 >= len(text):
+                break
+            nxt = text[pos + 1]
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                pos += 2
+                continue
+            widths = {"x": 2, "u": 4, "U": 8}
+            if nxt in widths:
+                digits = text[pos + 2 : pos + 2 + widths[nxt]]
+                hexdigits = "0123456789abcdefABCDEF"
+                if len(digits) == widths[nxt] and all(c in hexdigits for c in digits):
+                    out.append(chr(int(digits, 16)))
+                    pos += 2 + widths[nxt]
+                    continue
+            raise ConfigError(
+                f"invalid escape \\{nxt} in label selector {original!r} "
+                "(inside \"...\" write a regex backslash as \\\\)"
+            )
+        if ch == "\n" and quote != "`":
+            break
+        out.append(ch)
+        pos += 1
+    raise ConfigError(f"unterminated string in label selector {original!r}")
+
+
+def parse_selector(text: str) -> tuple[Matcher, ...]:
+    """Parse ``{label="v", other=~"re.*"}`` into matchers; anything else is a ConfigError.
+
+    Accepts the PromQL matcher syntax (``=``, ``!=``, ``=~``, ``!~``; double, single or back
+    quotes; a trailing comma). Rejects metric names, ``__name__``, functions, and anything after
+    the closing brace, so a selector can never smuggle extra PromQL into a query.
+    """
+    original = text
+    text = text.strip()
+    if not text:
+        return ()
+    if not (text.startswith("{") and text.endswith("}")):
+        raise ConfigError(
+            f"label selector {original!r} must look like {{label=\"value\", ...}} "
+            "(curly braces around label matchers, no metric name)"
+        )
+    pos, end = 1, len(text) - 1
+    matchers: list[Matcher] = []
+    while True:
+        while pos < end and text[pos].isspace():
+            pos += 1
+        if pos >= end:
+            break
+        m = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*").match(text, pos)
+        if not m:
+            raise ConfigError(
+                f"label selector {original!r}: expected a label name at position {pos}"
+            )
+        label = m.group(0)
+        if label == "__name__":
+            raise ConfigError(
+                f"label selector {original!r}: __name__ is not allowed (queuelens picks the "
+                "metric names; override them in the profile's metrics section)"
+            )
+        pos = m.end()
+        while pos < end and text[pos].isspace():
+            pos += 1
+        op = next((o for o in MATCH_OPS if text.startswith(o, pos)), None)
+        if op is None:
+            raise ConfigError(
+                f"label selector {original!r}: expected one of = != =~ !~ after {label!r}"
+            )
+        pos += len(op)
+        while pos < end and text[pos].isspace():
+            pos += 1
+        if pos >= end or text[pos] not in "\"'`":
+            raise ConfigError(
+                f"label selector {original!r}: the value for {label!r} must be a quoted string"
+            )
+        value, pos = _read_string(text[: end], pos, original)
+        if op in ("=~", "!~"):
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ConfigError(
+                    f"label selector {original!r}: invalid regular expression for {label!r}: {exc}"
+                ) from None
+        matchers.append(Matcher(label, op, value))
+        while pos < end and text[pos].isspace():
+            pos += 1
+        if pos < end:
+            if text[pos] != ",":
+                raise ConfigError(
+                    f"label selector {original!r}: expected ',' or '}}' at position {pos}"
+                )
+            pos += 1
+    return tuple(matchers)
+
+
+# --- the profile --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetricNames:
+    """Metric names; histograms are given by their base name (``_bucket/_sum/_count`` added)."""
+
+    depth: str = "workqueue_depth"
+    adds: str = "workqueue_adds_total"
+    retries: str = "workqueue_retries_total"
+    queue_duration: str = "workqueue_queue_duration_seconds"
+    work_duration: str = "workqueue_work_duration_seconds"
+    unfinished_work: str = "workqueue_unfinished_work_seconds"
+    longest_running: str = "workqueue_longest_running_processor_seconds"
+    reconcile_total: str = "controller_runtime_reconcile_total"
+    reconcile_errors: str = "controller_runtime_reconcile_errors_total"
+    max_concurrent_reconciles: str = "controller_runtime_max_concurrent_reconciles"
+    active_workers: str = "controller_runtime_active_workers"
+    rest_client_requests: str = "rest_client_requests_total"
+    rate_limiter_duration: str = "rest_client_rate_limiter_duration_seconds"
+
+
+METRIC_KEYS = tuple(MetricNames.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class QueueGroup:
+    """A set of queues named explicitly and/or by an (anchored) regular expression."""
+
+    names: tuple[str, ...] = ()
+    pattern: str | None = None
+
+    def matches(self, queue: str) -> bool:
+        if queue in self.names:
+            return True
+        return self.pattern is not None and re.fullmatch(self.pattern, queue) is not None
+
+
+@dataclass(frozen=True)
+class ExternalEffects:
+    """User PromQL for external effects (e.g. cloud API writes) of a group of queues.
+
+    ``$window`` in the query is replaced by the rate window (``300s``). If the result carries the
+    queue label, each queue gets its own series; a single unlabelled result is shared by every
+    queue of the group.
+    """
+
+    group: QueueGroup
+    query: str
+
+    def render(self, window_s: float) -> str:
+        return self.query.replace("$window", format_duration(window_s))
+
+
+@dataclass(frozen=True)
+class SignalQuery:
+    """One PromQL expression and how its result is keyed."""
+
+    signal: str
+    promql: str
+    key: str
+    """'queue' (by the queue label), 'controller', 'queue_le', 'controller_result',
+    'process' (by job/instance), 'process_code', 'topology'."""
+    metric: str
+    """The metric it reads (for 'missing' messages)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str = CONTROLLER_RUNTIME
+    metrics: MetricNames = field(default_factory=MetricNames)
+    selector: tuple[Matcher, ...] = ()
+    queue_label: str = "name"
+    controller_label: str = "controller"
+    process_labels: tuple[str, ...] = ("job", "instance")
+    workers: Mapping[str, float] = field(default_factory=dict)
+    worker_groups: tuple[tuple[QueueGroup, float], ...] = ()
+    external_effects: tuple[ExternalEffects, ...] = ()
+    scrape_interval_s: float | None = None
+    """If set, rate windows with fewer samples than expected are flagged as gaps; if not,
+    each queue's sample count is compared with the best-covered queue."""
+
+    @property
+    def has_controller_metrics(self) -> bool:
+        return self.name == CONTROLLER_RUNTIME
+
+    def with_selector(self, extra: Sequence[Matcher]) -> Profile:
+        from dataclasses import replace
+
+        return replace(self, selector=(*self.selector, *extra))
+
+    def configured_workers(self, queue: str) -> float | None:
+        if queue in self.workers:
+            return self.workers[queue]
+        for group, count in self.worker_groups:
+            if group.matches(queue):
+                return count
+        return None
+
+    # -- selectors --
+
+    def _sel(self, extra: Sequence[Matcher] = ()) -> str:
+        parts = [m.render() for m in (*self.selector, *extra)]
+        return "{" + ", ".join(parts) + "}" if parts else ""
+
+    def _queue_filter(self, label: str, queues: Sequence[str] | None) -> tuple[Matcher, ...]:
+        if not queues:
+            return ()
+        raw = "|".join(regex_literal(q) for q in sorted(set(queues)))
+        return (Matcher(label, "=~", raw),)
+
+    def queries(
+        self, window_s: float, queues: Sequence[str] | None = None
+    ) -> list[SignalQuery]:
+        """All signal queries for a rate window; ``queues`` restricts to those queue names."""
+        w = format_duration(window_s)
+        m = self.metrics
+        q, c = self.queue_label, self.controller_label
+        qsel = self._sel(self._queue_filter(q, queues))
+        csel = self._sel(self._queue_filter(c, queues))
+        psel = self._sel()
+        proc = ", ".join(self.process_labels)
+        out = [
+            SignalQuery("arrival_rate_per_s", f"sum by ({q}) (rate({m.adds}{qsel}[{w}]))",
+                        "queue", m.adds),
+            SignalQuery("throughput_per_s",
+                        f"sum by ({q}) (rate({m.work_duration}_count{qsel}[{w}]))",
+                        "queue", m.work_duration + "_count"),
+            SignalQuery("busy_workers", self._busy_workers(w, qsel),
+                        "queue", m.work_duration + "_sum"),
+            SignalQuery("queue_wait_mean_s",
+                        f"sum by ({q}) (rate({m.queue_duration}_sum{qsel}[{w}])) / "
+                        f"sum by ({q}) (rate({m.queue_duration}_count{qsel}[{w}]))",
+                        "queue", m.queue_duration),
+            SignalQuery("depth_mean", f"sum by ({q}) (avg_over_time({m.depth}{qsel}[{w}]))",
+                        "queue", m.depth),
+            SignalQuery("depth_current", f"sum by ({q}) (last_over_time({m.depth}{qsel}[{w}]))",
+                        "queue", m.depth),
+            SignalQuery("queue_wait_buckets",
+                        f"sum by ({q}, le) (rate({m.queue_duration}_bucket{qsel}[{w}]))",
+                        "queue_le", m.queue_duration + "_bucket"),
+            SignalQuery("work_buckets",
+                        f"sum by ({q}, le) (rate({m.work_duration}_bucket{qsel}[{w}]))",
+                        "queue_le", m.work_duration + "_bucket"),
+            SignalQuery("retries_per_s", f"sum by ({q}) (rate({m.retries}{qsel}[{w}]))",
+                        "queue", m.retries),
+            SignalQuery("unfinished_work_s",
+                        f"sum by ({q}) (last_over_time({m.unfinished_work}{qsel}[{w}]))",
+                        "queue", m.unfinished_work),
+            SignalQuery("unfinished_work_growth",
+                        f"sum by ({q}) (deriv({m.unfinished_work}{qsel}[{w}]))",
+                        "queue", m.unfinished_work),
+            SignalQuery("longest_running_s",
+                        f"max by ({q}) (max_over_time({m.longest_running}{qsel}[{w}]))",
+                        "queue", m.longest_running),
+            SignalQuery("samples_in_window",
+                        f"max by ({q}) (count_over_time({m.adds}{qsel}[{w}]))",
+                        "queue", m.adds),
+            SignalQuery("api_calls",
+                        f"sum by ({proc}, code) (rate({m.rest_client_requests}{psel}[{w}]))",
+                        "process_code", m.rest_client_requests),
+            SignalQuery("throttle_s_per_s",
+                        f"sum by ({proc}) (rate({m.rate_limiter_duration}_sum{psel}[{w}]))",
+                        "process", m.rate_limiter_duration + "_sum"),
+        ]
+        if self.has_controller_metrics:
+            out += [
+                SignalQuery("workers",
+                            f"max by ({c}) (last_over_time({m.max_concurrent_reconciles}{csel}"
+                            f"[{w}]))", "controller", m.max_concurrent_reconciles),
+                SignalQuery("errors_per_s",
+                            f"sum by ({c}) (rate({m.reconcile_errors}{csel}[{w}]))",
+                            "controller", m.reconcile_errors),
+                SignalQuery("reconcile_results_per_s",
+                            f"sum by ({c}, result) (rate({m.reconcile_total}{csel}[{w}]))",
+                            "controller_result", m.reconcile_total),
+            ]
+        return out
+
+    def topology_query(self, window_s: float, queues: Sequence[str] | None = None) -> str:
+        """Which process (job/instance) runs which queue: joins process-wide API metrics."""
+        w = format_duration(window_s)
+        sel = self._sel(self._queue_filter(self.queue_label, queues))
+        by = ", ".join((self.queue_label, *self.process_labels))
+        return f"count by ({by}) (last_over_time({self.metrics.adds}{sel}[{w}]))"
+
+    def _busy_workers(self, w: str, sel: str) -> str:
+        """Time-average busy workers per queue (Little's law on the work-duration histogram)."""
+        q = self.queue_label
+        return f"sum by ({q}) (rate({self.metrics.work_duration}_sum{sel}[{w}]))"
+
+    def derived_queries(self, window_s: float) -> list[SignalQuery]:
+        """Per-queue signals that join or derive series, for Prometheus recording/alerting rules.
+
+        * ``utilization``: busy workers / worker count. The count is
+          ``max_concurrent_reconciles`` (keyed by the controller label, copied onto the queue
+          label with ``label_replace``) and, for queues without that gauge, the configured
+          ``workers`` (explicit names first, then groups, as :meth:`configured_workers`).
+          Absent when neither source exists.
+        * ``depth_growth_per_s``: ``deriv()`` of the depth gauge, summed over ``priority``.
+        * ``error_ratio``: reconcile errors / reconciles per controller, on the queue label
+          (controller-runtime only).
+        """
+        w = format_duration(window_s)
+        m = self.metrics
+        q, c = self.queue_label, self.controller_label
+        sel = self._sel()
+        busy = self._busy_workers(w, sel)
+        parts: list[str] = []
+        if self.has_controller_metrics:
+            gauge = (f"max by ({q}) (label_replace(last_over_time("
+                     f"{m.max_concurrent_reconciles}{sel}[{w}]), "
+                     f'"{q}", "$1", "{c}", "(.+)"))')
+            parts.append(f"({busy} / on ({q}) {gauge})")
+        for name, count in sorted(self.workers.items()):
+            one = self._busy_workers(w, self._sel((Matcher(q, "=", name),)))
+            parts.append(f"({one} / {count:g})")
+        for group, count in self.worker_groups:
+            # Prometheus anchors =~ like QueueGroup.matches' fullmatch: names | pattern.
+            alternatives = [regex_literal(n) for n in group.names]
+            if group.pattern is not None:
+                alternatives.append(f"(?:{group.pattern})")
+            if alternatives:
+                one = self._busy_workers(w, self._sel((Matcher(q, "=~", "|".join(alternatives)),)))
+                parts.append(f"({one} / {count:g})")
+        out: list[SignalQuery] = []
+        if parts:
+            out.append(SignalQuery("utilization", " or ".join(parts), "queue",
+                                   m.work_duration + "_sum"))
+        out.append(SignalQuery("depth_growth_per_s",
+                               f"sum by ({q}) (deriv({m.depth}{sel}[{w}]))", "queue", m.depth))
+        if self.has_controller_metrics:
+            ratio = (f"sum by ({c}) (rate({m.reconcile_errors}{sel}[{w}])) / "
+                     f"sum by ({c}) (rate({m.reconcile_total}{sel}[{w}]))")
+            out.append(SignalQuery(
+                "error_ratio",
+                f'max by ({q}) (label_replace({ratio}, "{q}", "$1", "{c}", "(.+)"))',
+                "queue", m.reconcile_errors))
+        return out
+
+
+def component_base_profile() -> Profile:
+    """Kubernetes components: the same workqueue names with only ``{name}``; no
+    controller_runtime_* metrics, so worker counts must come from the config."""
+    return Profile(name=COMPONENT_BASE)
+
+
+def default_profile() -> Profile:
+    return Profile()

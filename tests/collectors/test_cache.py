@@ -1,0 +1,140 @@
+"""CachedSource: TTL, alignment, in-flight de-duplication, stale fallback and recovery."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import pandas as pd
+import pytest
+
+from collectors.cache import CachedSource
+from collectors.errors import BadQuery, PrometheusUnreachable
+from collectors.types import QueueSnapshot, RangeData, Snapshot
+
+
+class CountingSource:
+    """A Source stand-in that counts calls and can be told to fail or block."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, ...]] = []
+        self.fail: Exception | None = None
+        self.gate: threading.Event | None = None
+        self.lock = threading.Lock()
+
+    def snapshot(self, at: float, window_s: float) -> Snapshot:
+        with self.lock:
+            self.calls.append(("snapshot", at, window_s))
+        if self.gate is not None:
+            self.gate.wait(5)
+        if self.fail is not None:
+            raise self.fail
+        return Snapshot(at=at, window_s=window_s, source=self.name,
+                        queues=[QueueSnapshot(queue="q", arrival_rate_per_s=float(at))])
+
+    def range(self, start: float, end: float, step_s: float,
+              queues: Sequence[str] | None = None) -> RangeData:
+        with self.lock:
+            self.calls.append(("range", start, end, step_s))
+        if self.fail is not None:
+            raise self.fail
+        return RangeData(start=start, end=end, step_s=step_s, source=self.name,
+                         frame=pd.DataFrame({"queue": [], "signal": [], "t": [], "value": []}))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_same_slot_is_served_from_cache_until_ttl() -> None:
+    src, clock = CountingSource(), Clock()
+    cache = CachedSource(src, ttl_s=10, align_s=5, monotonic=clock)
+    a = cache.snapshot(1001.0, 300)
+    b = cache.snapshot(1004.9, 300)  # same 5 s slot
+    assert a is b
+    assert len(src.calls) == 1
+    assert src.calls[0] == ("snapshot", 1000.0, 300)  # the aligned time is queried
+    cache.snapshot(1004.0, 60)  # another window: another key
+    assert len(src.calls) == 2
+    clock.now += 10.1
+    cache.snapshot(1001.0, 300)
+    assert len(src.calls) == 3
+
+
+def test_concurrent_callers_share_one_fetch() -> None:
+    src = CountingSource()
+    src.gate = threading.Event()
+    cache = CachedSource(src, ttl_s=30)
+    results: list[Snapshot] = []
+    threads = [threading.Thread(target=lambda: results.append(cache.snapshot(2000.0, 300)))
+               for _ in range(10)]
+    for t in threads:
+        t.start()
+    time.sleep(0.1)
+    src.gate.set()
+    for t in threads:
+        t.join(5)
+    assert len(results) == 10
+    assert len(src.calls) == 1
+    assert all(r is results[0] for r in results)
+
+
+def test_unavailable_serves_last_good_marks_stale_and_recovers() -> None:
+    src, clock = CountingSource(), Clock()
+    wall = Clock()
+    cache = CachedSource(src, ttl_s=5, error_ttl_s=3, monotonic=clock, wall=wall)
+    good = cache.snapshot(1000.0, 300)
+    assert cache.health().ok
+    clock.now += 6
+    src.fail = PrometheusUnreachable("Prometheus at http://p:9090 is unreachable: refused")
+    stale = cache.snapshot(1010.0, 300)
+    assert stale.queues == good.queues
+    assert stale.at == good.at
+    assert any("stale data" in w and "unreachable" in w for w in stale.warnings)
+    health = cache.health()
+    assert not health.ok
+    assert health.stale_since == wall.now
+    assert "unreachable" in (health.last_error or "")
+    # within error_ttl a down source is not asked again
+    calls = len(src.calls)
+    cache.snapshot(1010.0, 300)
+    assert len(src.calls) == calls
+    clock.now += 3.1
+    src.fail = None
+    fresh = cache.snapshot(1010.0, 300)
+    assert fresh.at == 1010.0
+    assert cache.health().ok
+    assert cache.health().stale_since is None
+
+
+def test_unavailable_without_history_raises() -> None:
+    src = CountingSource()
+    src.fail = PrometheusUnreachable("down")
+    with pytest.raises(PrometheusUnreachable):
+        CachedSource(src).snapshot(1000.0, 300)
+
+
+def test_bad_query_is_never_masked_by_stale_data() -> None:
+    src = CountingSource()
+    cache = CachedSource(src, ttl_s=1)
+    cache.range(0, 600, 60)
+    src.fail = BadQuery("rejected")
+    with pytest.raises(BadQuery):
+        cache.range(600, 1200, 60)
+    assert not cache.health().ok
+
+
+def test_bounded_size() -> None:
+    src = CountingSource()
+    cache = CachedSource(src, max_entries=3)
+    for i in range(5):
+        cache.snapshot(1000.0 + 10 * i, 300)
+    cache.snapshot(1000.0, 300)  # evicted: fetched again
+    assert len(src.calls) == 6
