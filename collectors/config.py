@@ -20,7 +20,6 @@ Environment variables::
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 from collections.abc import Mapping
@@ -45,6 +44,7 @@ from collectors.profile import (
     check_metric_name,
     parse_selector,
 )
+from collectors.timeparse import parse_duration
 
 ENV_PREFIX = "QUEUELENS_PROMETHEUS_"
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
@@ -52,13 +52,11 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 
 def parse_duration_s(value: Any, where: str) -> float:
     """A YAML/env duration ('30s', '5m', '1h30m', '250ms' or a number of seconds) -> seconds."""
-    from dashboard.cliutil import parse_duration
-
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ConfigError(f"{where}: expected a duration like 30s or 5m, got {value!r}")
     try:
         return parse_duration(str(value))
-    except argparse.ArgumentTypeError as exc:
+    except ValueError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 
 

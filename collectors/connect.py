@@ -22,6 +22,7 @@ from collectors.config import (
 )
 from collectors.errors import ConfigError
 from collectors.profile import parse_selector
+from collectors.timeparse import parse_duration
 from collectors.types import Source
 
 
@@ -82,9 +83,10 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _duration(text: str) -> float:
-    from dashboard.cliutil import parse_duration
-
-    return parse_duration(text)
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def source_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Source:

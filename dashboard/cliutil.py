@@ -11,11 +11,11 @@ import dataclasses
 import io
 import json
 import math
-import re
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, NoReturn, TextIO
+
+from collectors import timeparse
 
 EXIT_USAGE = 2
 EXIT_PROMETHEUS = 3
@@ -75,48 +75,20 @@ def positive_int(text: str) -> int:
     return value
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-
-
 def parse_duration(text: str) -> float:
     """'90s', '5m', '1h30m', '250ms' or a bare number of seconds -> seconds (> 0)."""
-    text = text.strip()
     try:
-        seconds = float(text)
-    except ValueError:
-        pos, seconds = 0, 0.0
-        for m in _DURATION.finditer(text):
-            if m.start() != pos:
-                break
-            seconds += float(m.group(1)) * _UNIT_S[m.group(2)]
-            pos = m.end()
-        if pos != len(text) or not text:
-            raise argparse.ArgumentTypeError(
-                f"not a duration: {text!r} (use e.g. 30s, 5m, 2h, 7d)"
-            ) from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise argparse.ArgumentTypeError(f"duration must be > 0, got {text!r}")
-    return seconds
+        return timeparse.parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_time(text: str) -> float:
     """Unix seconds or RFC 3339 ('2024-01-01T00:30:00Z') -> unix seconds."""
     try:
-        value = float(text)
-        if math.isfinite(value):
-            return value
-    except ValueError:
-        pass
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a time: {text!r} (use unix seconds or RFC 3339)"
-        ) from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.timestamp()
+        return timeparse.parse_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_int_range(text: str) -> tuple[int, int]:
