@@ -1,0 +1,233 @@
+"""Retry-policy what-if: N keys failing together against one dependency.
+
+Scenario (the spec's "thousands of keys fail together"): at t = 0 a dependency goes down for
+``outage_s`` seconds and N keys that need it are attempted at once. Every attempt takes
+``attempt_s`` and fails while the dependency is down; a failure calls ``AddRateLimited``, so the
+next attempt comes ``limiter.when(key, t)`` later (client-go ``rate_limiting_queue.go``). The
+first attempt started after the outage succeeds. Workers are not the bottleneck here (one worker
+per key) so the numbers isolate the policy; :func:`healthy_impact` puts the same storm on a
+shared queue with c workers using :func:`models.simulate.simulate`.
+
+Outputs per policy: the request rate the dependency sees over time (retry synchronisation shows
+as spikes: without jitter every key that failed at the same instant retries at the same
+instant), the time from recovery until each key's next attempt (the recovery lag: the backoff
+delay in force when the dependency came back, or the global bucket's debt), and the penalty a
+key keeps without ``Forget``: its failure count stays at n, so its next unrelated failure waits
+``min(cap, base · 2^n)`` instead of ``base`` — for as long as the process runs (client-go's
+limiter never expires counts; ``default_rate_limiters.go``).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from models.errors import ModelInputError
+from models.ratelimit import CLIENT_GO_BURST, CLIENT_GO_QPS, ItemExponential, RetryPolicy
+from models.simulate import simulate
+
+
+@dataclass(frozen=True)
+class StormResult:
+    """Retry storm of N keys against one dependency under one policy."""
+
+    policy: str
+    keys: int
+    outage_s: float
+    horizon_s: float
+    attempts: int
+    """Requests sent to the dependency (first attempts + retries) within the horizon."""
+    failed_attempts: int
+    bin_s: float
+    request_rate_per_s: tuple[float, ...]
+    """Retry requests per second in each bin from t = 0 (the N first attempts at t = 0 are
+    left out: they are the same under every policy)."""
+    peak_rate_per_s: float
+    """Highest bin of ``request_rate_per_s`` (depends on ``bin_s``)."""
+    outage_mean_rate_per_s: float
+    """Mean retry rate while the dependency was down."""
+    recovered: int
+    """Keys whose successful attempt started within the horizon."""
+    recovery_lag_p50_s: float | None
+    recovery_lag_p99_s: float | None
+    recovery_lag_max_s: float | None
+    """Time from the end of the outage until the key's next (successful) attempt."""
+    failures_per_key_median: float
+    penalty_without_forget_s: float | None
+    """Delay of a later, unrelated failure for a key that kept the median failure count
+    (no Forget); None for policies without per-key memory."""
+    penalty_with_forget_s: float | None
+    """The same delay after Forget: the base delay."""
+
+
+def _check(name: str, value: float, *, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ModelInputError(f"{name} must be a finite number, got {value!r}.")
+    if value < 0 or (positive and value == 0):
+        raise ModelInputError(f"{name} must be {'positive' if positive else 'non-negative'}, "
+                              f"got {value!r}.")
+    return float(value)
+
+
+def retry_storm(
+    keys: int,
+    policy: RetryPolicy,
+    outage_s: float,
+    *,
+    attempt_s: float = 0.05,
+    horizon_s: float | None = None,
+    bin_s: float | None = None,
+    seed: int = 0,
+) -> StormResult:
+    """Event-driven replay of the storm (a heap of (time, kind, key); ``when`` is called in
+    time order, so a shared token bucket sees failures in the order they happen)."""
+    if isinstance(keys, bool) or not isinstance(keys, int) or not 1 <= keys <= 1_000_000:
+        raise ModelInputError(f"keys must be a whole number from 1 to 1,000,000, got {keys!r}.")
+    out = _check("outage", outage_s)
+    att = _check("attempt time", attempt_s, positive=False)
+    hz = _check("horizon", horizon_s) if horizon_s is not None else max(10 * out, out + 3600.0)
+    if hz <= out:
+        raise ModelInputError(f"horizon ({hz} s) must be longer than the outage ({out} s).")
+    bw = _check("bin width", bin_s) if bin_s is not None else hz / 1000.0
+    nbins = math.ceil(hz / bw)
+    if nbins > 1_000_000:
+        raise ModelInputError("too many rate bins (over 1,000,000); use a larger bin width.")
+    limiter = policy.build(np.random.default_rng(seed))
+    bins = np.zeros(nbins + 1)
+    heap: list[tuple[float, int, int]] = [(0.0, 0, k) for k in range(keys)]
+    attempts = failed = 0
+    lags: list[float] = []
+    counts = np.zeros(keys, dtype=np.int64)
+    budget = 50_000_000
+    while heap:
+        t, kind, k = heapq.heappop(heap)
+        if t > hz:
+            break
+        if kind == 0:  # an attempt starts: one request to the dependency
+            attempts += 1
+            if t > 0:  # a retry (the first attempts at t = 0 are the same for every policy)
+                bins[min(int(t / bw), nbins)] += 1
+            if t < out:
+                heapq.heappush(heap, (t + att, 1, k))
+            else:
+                lags.append(t - out)
+        else:  # the attempt failed: AddRateLimited
+            failed += 1
+            counts[k] += 1
+            heapq.heappush(heap, (t + limiter.when(k, t), 0, k))
+        budget -= 1
+        if budget == 0:
+            raise ModelInputError(
+                "the storm needs more than 50 million steps; use fewer keys, a shorter outage "
+                "or a longer minimum delay."
+            )
+    rates = bins[:nbins] / bw
+    rates[-1] = bins[nbins - 1] / (hz - (nbins - 1) * bw)
+    in_outage = bins[: max(1, int(out / bw))].sum() / max(out, bw)
+    med = float(np.median(counts))
+    per_key = _per_key_exponential(policy)
+    penalty = base = None
+    if per_key is not None:
+        penalty = per_key.unjittered(int(med))
+        base = per_key.unjittered(0)
+    lag = np.asarray(lags)
+    return StormResult(
+        policy=policy.describe(),
+        keys=keys,
+        outage_s=out,
+        horizon_s=hz,
+        attempts=attempts,
+        failed_attempts=failed,
+        bin_s=bw,
+        request_rate_per_s=tuple(rates.tolist()),
+        peak_rate_per_s=float(rates.max()),
+        outage_mean_rate_per_s=float(in_outage),
+        recovered=len(lags),
+        recovery_lag_p50_s=float(np.percentile(lag, 50)) if len(lag) else None,
+        recovery_lag_p99_s=float(np.percentile(lag, 99)) if len(lag) else None,
+        recovery_lag_max_s=float(lag.max()) if len(lag) else None,
+        failures_per_key_median=med,
+        penalty_without_forget_s=penalty,
+        penalty_with_forget_s=base,
+    )
+
+
+def _per_key_exponential(policy: RetryPolicy) -> ItemExponential | None:
+    if policy.kind != "exp":
+        return None
+    return ItemExponential(policy.base_s, policy.cap_s)
+
+
+def policy_variants(policy: RetryPolicy) -> tuple[tuple[str, RetryPolicy], ...]:
+    """The four comparisons of the spec: ± jitter × ± global bucket, around ``policy``.
+
+    The jittered variants use the policy's jitter, or full jitter if it has none; the bucket
+    variants use its global limit, or client-go's 10 qps / burst 100 if it has none."""
+    if policy.kind != "exp":
+        return (("as given", policy),)
+    jitter = policy.jitter if policy.jitter != "none" else "full"
+    qps = policy.global_qps if policy.global_qps is not None else CLIENT_GO_QPS
+    burst = policy.burst if policy.global_qps is not None else CLIENT_GO_BURST
+    plain = replace(policy, jitter="none", global_qps=None)
+    return (
+        ("no jitter, no bucket", plain),
+        (f"{jitter} jitter, no bucket", replace(plain, jitter=jitter)),
+        ("no jitter, bucket", replace(plain, global_qps=qps, burst=burst)),
+        (f"{jitter} jitter, bucket", replace(plain, jitter=jitter, global_qps=qps, burst=burst)),
+    )
+
+
+@dataclass(frozen=True)
+class HealthyImpact:
+    """Queue wait of healthy keys sharing c workers with N keys in a retry storm."""
+
+    policy: str
+    healthy_wait_mean_s: float | None
+    healthy_wait_p99_s: float | None
+    baseline_wait_mean_s: float | None
+    """The same healthy traffic with no failing keys."""
+    baseline_wait_p99_s: float | None
+    failing_retries: int
+    busy_workers_mean: float
+
+
+def healthy_impact(
+    failing: int,
+    policy: RetryPolicy,
+    outage_s: float,
+    *,
+    healthy_rate_per_s: float,
+    workers: int,
+    service_mean_s: float,
+    duration_s: float | None = None,
+    seed: int = 0,
+) -> HealthyImpact:
+    """Simulate N failing keys (added together at t = 0, failing every attempt during the
+    outage) plus a stream of healthy, effectively unique keys at ``healthy_rate_per_s``, on one
+    queue with c workers and exponential service; compare healthy waits with a run without the
+    failing keys (same seed, so the same healthy arrivals)."""
+    dur = _check("duration", duration_s) if duration_s is not None else _check("outage", outage_s)
+    pool = 1_000_000_000  # healthy keys effectively never repeat
+    lam = healthy_rate_per_s * (failing + pool) / pool
+    storm = simulate(
+        arrival_rate_per_s=lam, keys=failing + pool, workers=workers,
+        service_mean_s=service_mean_s, duration_s=dur, seed=seed, failing_keys=failing,
+        fail_prob=1.0, fail_window_s=(0.0, outage_s), retry=policy, initial_burst=True,
+    )
+    base = simulate(
+        arrival_rate_per_s=lam, keys=failing + pool, workers=workers,
+        service_mean_s=service_mean_s, duration_s=dur, seed=seed, failing_keys=failing,
+        fail_prob=0.0, retry=policy,
+    )
+    return HealthyImpact(
+        policy=policy.describe(),
+        healthy_wait_mean_s=storm.healthy_wait_mean_s,
+        healthy_wait_p99_s=storm.healthy_wait_p99_s,
+        baseline_wait_mean_s=base.healthy_wait_mean_s,
+        baseline_wait_p99_s=base.healthy_wait_p99_s,
+        failing_retries=storm.retries,
+        busy_workers_mean=storm.busy_workers_mean,
+    )

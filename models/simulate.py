@@ -1,0 +1,552 @@
+"""A fast discrete-event simulator of a controller draining a client-go work queue.
+
+Semantics are those of :mod:`models.keyqueue` (client-go ``util/workqueue``): a raw event for a
+key that is already dirty is coalesced; an event for a key being processed marks it dirty and it
+is queued again at ``Done`` (so a key is never processed by two workers at once); workers take
+the FIFO head; a failed reconcile calls ``AddRateLimited`` (delay from a
+:class:`models.ratelimit.RetryPolicy`; a delay ≤ 0 is an immediate add) and then ``Done``; a
+successful one calls ``Forget`` then ``Done``. Delayed keys keep the earliest ready time and go
+through ``Add`` when ready.
+
+Model inputs: Poisson raw events at rate λ over K keys (uniform, or Zipf(s) with
+P(key k) ∝ (k+1)^−s so key 0 is the hot key); c workers; service time constant, exponential or
+lognormal(mean, CV) (σ² = ln(1 + CV²), μ = ln(mean) − σ²/2); the first ``failing_keys`` keys
+(all keys if not given) call a shared dependency and fail with probability ``fail_prob``
+(optionally only inside a dependency outage window); an optional token bucket on the dependency
+(``dependency_qps``) that a reconcile waits on — holding its worker — before its request.
+
+Measured quantities follow the client-go metric definitions (``workqueue-metrics.md`` §1.2):
+queue wait = first counted add → ``Get`` (includes time blocked behind the same key in flight,
+excludes the ``AddAfter`` delay); work = ``Get`` → ``Done``; depth = number of dirty keys not
+yet handed out. Time averages use exact areas: depth via Σ(wait) over the window, busy workers
+via Σ(work overlap).
+
+An **event** is one processed occurrence of: a raw arrival, a reconcile completion, or a
+delayed retry becoming ready (heap pops superseded by an earlier ready time included). Events
+per second of wall time are measured in ``benchmarks/bench_simulate.py``, never here.
+
+Implementation: one binary heap of (time, kind, key, start) tuples for completions and
+retries, arrivals merged from a pre-computed block stream (numpy cumulative sums converted to
+Python floats), random numbers drawn in numpy blocks, locals bound in the loop. The function is
+pure: same inputs and seed → same result; the optional ``progress`` callback only observes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import chain, repeat
+from typing import Any, Literal
+
+import numpy as np
+
+from models.errors import ModelInputError
+from models.ratelimit import RetryPolicy
+
+ServiceDist = Literal["exp", "const", "lognormal"]
+SERVICE_DISTS: tuple[str, ...] = ("exp", "const", "lognormal")
+
+_BLOCK = 1 << 15
+_INF = float("inf")
+
+
+@dataclass(frozen=True)
+class SimEvent:
+    """One line of the optional per-event log."""
+
+    time_s: float
+    kind: str
+    """arrival, coalesced, start, success, failure, retry-ready."""
+    key: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What one simulation run measured. Waits/rates are over the window after ``warmup_s``;
+    the counters (raw events, adds, retries, events) cover the whole run."""
+
+    duration_s: float
+    warmup_s: float
+    events: int
+    """Processed events: arrivals + completions + retry-ready pops."""
+    raw_events: int
+    coalesced_events: int
+    """Raw events that found their key already dirty (no counted add)."""
+    adds: int
+    """Counted adds (client-go ``workqueue_adds_total``): raw-event adds + retry adds."""
+    coalescing_ratio: float | None
+    """raw_events / adds caused by raw events (≥ 1)."""
+    completed: int
+    failed: int
+    throughput_per_s: float
+    wait_mean_s: float | None
+    wait_p50_s: float | None
+    wait_p95_s: float | None
+    wait_p99_s: float | None
+    work_mean_s: float | None
+    busy_workers_mean: float
+    utilization: float
+    depth_mean: float
+    depth_max: int
+    retries: int
+    """AddRateLimited calls (client-go ``workqueue_retries_total``)."""
+    dependency_requests: int
+    dependency_rate_mean_per_s: float
+    dependency_rate_peak_per_s: float
+    dependency_bin_s: float
+    dependency_rate_per_s: tuple[float, ...]
+    """Requests to the shared dependency per second, one value per bin from t = 0."""
+    healthy_wait_mean_s: float | None
+    """Keys ≥ failing_keys; the healthy/failing split is None unless failing_keys is given."""
+    healthy_wait_p99_s: float | None
+    failing_wait_mean_s: float | None
+    failing_wait_p99_s: float | None
+    hot_key_throughput_per_s: float
+    """Completed reconciles of key 0 (the Zipf hot key) per second."""
+    trace: tuple[SimEvent, ...] = field(default=(), repr=False)
+
+
+def _check(name: str, value: float, *, positive: bool = False, allow_zero: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ModelInputError(f"{name} must be a finite number, got {value!r}.")
+    if value < 0 or (positive and value == 0) or (not allow_zero and value == 0):
+        raise ModelInputError(f"{name} must be {'positive' if positive else 'non-negative'}, "
+                              f"got {value!r}.")
+    return float(value)
+
+
+def _check_int(name: str, value: int, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise ModelInputError(f"{name} must be a whole number of at least {low}, got {value!r}.")
+    return int(value)
+
+
+def _blocks(draw: Callable[[], Any]) -> Iterator[float]:
+    """An endless C-level iterator over blocks of pre-drawn numbers (no generator frame)."""
+    return chain.from_iterable(map(_draw_list, repeat(draw)))
+
+
+def _draw_list(draw: Callable[[], Any]) -> list[float]:
+    out: list[float] = draw().tolist()
+    return out
+
+
+def _key_drawer(
+    n_keys: int, zipf_s: float, rng: np.random.Generator
+) -> Callable[[int], np.ndarray]:
+    """Uniform keys 0…K−1, or Zipf(s): P(k) ∝ (k+1)^−s by inverse CDF (key 0 is hottest)."""
+    if zipf_s <= 0:
+        def uniform(n: int) -> np.ndarray:
+            out: np.ndarray = rng.integers(0, n_keys, size=n)
+            return out
+
+        return uniform
+    weights = np.arange(1, n_keys + 1, dtype=np.float64) ** -zipf_s
+    cdf = np.cumsum(weights)
+    cdf /= cdf[-1]
+
+    def draw(n: int) -> np.ndarray:
+        idx: np.ndarray = np.searchsorted(cdf, rng.random(n), side="right")
+        out: np.ndarray = np.minimum(idx, n_keys - 1)
+        return out
+
+    return draw
+
+
+def _arrival_blocks(
+    lam: float,
+    until_s: float,
+    end_t: float,
+    rng: np.random.Generator,
+    draw_keys: Callable[[int], np.ndarray],
+    progress: Callable[[float], None] | None,
+) -> Iterator[Iterator[tuple[float, int]]]:
+    """Blocks of Poisson (time, key) arrivals up to ``until_s``, then one end marker
+    (``end_t``, key −1). Times are cumulative sums of exponential gaps, drawn per block."""
+    t0 = 0.0
+    while lam > 0:
+        times = t0 + np.cumsum(rng.exponential(1.0 / lam, _BLOCK))
+        ks = draw_keys(_BLOCK)
+        if times[-1] > until_s:
+            n = int(np.searchsorted(times, until_s, side="right"))
+            yield zip(times[:n].tolist(), ks[:n].tolist(), strict=True)
+            break
+        t0 = float(times[-1])
+        yield zip(times.tolist(), ks.tolist(), strict=True)
+        if progress is not None:
+            progress(t0 / until_s)
+    yield iter(((end_t, -1),))
+
+
+def simulate(
+    *,
+    arrival_rate_per_s: float,
+    keys: int,
+    workers: int,
+    service_mean_s: float,
+    duration_s: float,
+    seed: int = 0,
+    zipf_s: float = 0.0,
+    service_dist: ServiceDist = "exp",
+    service_cv: float = 1.0,
+    fail_prob: float = 0.0,
+    failing_keys: int | None = None,
+    fail_window_s: tuple[float, float] | None = None,
+    retry: RetryPolicy | None = None,
+    forget_on_success: bool = True,
+    dependency_qps: float | None = None,
+    dependency_burst: int | None = None,
+    initial_burst: bool = False,
+    warmup_s: float = 0.0,
+    bin_s: float | None = None,
+    trace_limit: int = 0,
+    progress: Callable[[float], None] | None = None,
+) -> SimResult:
+    """Simulate ``duration_s`` seconds of a controller; see the module docstring for the model.
+
+    ``failing_keys`` = m: keys 0…m−1 call the dependency and may fail; the rest are healthy
+    (with Zipf the failing keys are the hottest). ``initial_burst`` adds keys 0…m−1 at t = 0
+    (N keys failing together). ``fail_window_s`` = (start, end): failures only for attempts
+    started inside it (a dependency outage). ``retry`` defaults to controller-runtime's
+    exponential 5 ms → 1000 s. ``trace_limit`` > 0 keeps the first that many events in
+    ``trace``. ``progress(fraction)`` is called now and then with simulated-time progress."""
+    lam = _check("arrival rate", arrival_rate_per_s)
+    K = _check_int("keys", keys, 1)
+    c = _check_int("workers", workers, 1)
+    mean_s = _check("service mean", service_mean_s, positive=True)
+    T = _check("duration", duration_s, positive=True)
+    W = _check("warmup", warmup_s)
+    if W >= T:
+        raise ModelInputError(f"warmup ({W} s) must be shorter than the duration ({T} s).")
+    zs = _check("Zipf exponent", zipf_s)
+    if service_dist not in SERVICE_DISTS:
+        raise ModelInputError(
+            f"service distribution must be one of {', '.join(SERVICE_DISTS)}, got {service_dist!r}."
+        )
+    cv = _check("service CV", service_cv)
+    p_fail = _check("failure probability", fail_prob)
+    if p_fail > 1:
+        raise ModelInputError(f"failure probability must be between 0 and 1, got {fail_prob!r}.")
+    m = K if failing_keys is None else _check_int("failing keys", failing_keys, 0)
+    if m > K:
+        raise ModelInputError(f"failing keys ({m}) cannot exceed the number of keys ({K}).")
+    fw0, fw1 = (0.0, _INF) if fail_window_s is None else (
+        _check("outage start", fail_window_s[0]), _check("outage end", fail_window_s[1]))
+    policy = retry if retry is not None else RetryPolicy()
+    dep_on = dependency_qps is not None
+    dq = _check("dependency qps", dependency_qps, positive=True) if dependency_qps else 1.0
+    if dependency_qps is not None and dependency_qps <= 0:
+        raise ModelInputError(f"dependency qps must be positive, got {dependency_qps!r}.")
+    dburst = float(_check_int("dependency burst", dependency_burst, 1)
+                   if dependency_burst is not None else max(1, math.ceil(dq)))
+    binw = (_check("bin width", bin_s, positive=True) if bin_s is not None
+            else max(T / 200.0, 0.001))
+    nbins = math.ceil(T / binw)
+    if nbins > 1_000_000:
+        raise ModelInputError("too many rate bins (over 1,000,000); use a larger bin width.")
+    if lam * T > 5e8:
+        raise ModelInputError(
+            f"about {lam * T:.3g} raw events requested; the simulator's limit is 5e8 per run."
+        )
+    if initial_burst and m > 10_000_000:
+        raise ModelInputError("initial burst of more than 10,000,000 keys is not supported.")
+    if zs > 0 and K > 10_000_000:
+        raise ModelInputError("Zipf-skewed keys need keys ≤ 10,000,000 (a probability table).")
+    n_trace = _check_int("trace limit", trace_limit, 0)
+
+    rng = np.random.default_rng(seed)
+    limiter = policy.build(np.random.default_rng(rng.integers(1 << 62)))
+    when = limiter.when
+    forget = limiter.forget
+
+    # --- random streams -------------------------------------------------------------------
+    arr_rng, key_rng, svc_rng, u_rng = rng.spawn(4)
+    draw_keys = _key_drawer(K, zs, key_rng)
+    end_t = math.nextafter(T, _INF)
+    blocks = _arrival_blocks(lam, T, end_t, arr_rng, draw_keys, progress)
+
+    if service_dist == "const" or (service_dist == "lognormal" and cv == 0):
+        svc_const = True
+        svc: Iterator[float] = iter(())
+    elif service_dist == "exp":
+        svc_const = False
+        svc = _blocks(partial(svc_rng.exponential, mean_s, _BLOCK))
+    else:
+        svc_const = False
+        sig2 = math.log1p(cv * cv)
+        mu_ln = math.log(mean_s) - sig2 / 2.0
+        sig = math.sqrt(sig2)
+        svc = _blocks(partial(svc_rng.lognormal, mu_ln, sig, _BLOCK))
+    unif = _blocks(partial(u_rng.random, _BLOCK))
+    nxt_svc = svc.__next__
+    nxt_u = unif.__next__
+
+    # --- state ----------------------------------------------------------------------------
+    heap: list[tuple[float, int, int, float]] = [(_INF, 9, -1, 0.0)]  # sentinel
+    push = heapq.heappush
+    pop = heapq.heappop
+    queue: deque[int] = deque()
+    qappend = queue.append
+    qpop = queue.popleft
+    # The dirty set is exactly the key set of `addtime` (a key becomes dirty at its counted
+    # add and stops being dirty at Get, which is when its add time is consumed), so one dict
+    # serves as both.
+    dirty: dict[int, float] = {}
+    processing: set[int] = set()
+    proc_add = processing.add
+    proc_rm = processing.discard
+    addtime = dirty
+    addtime_pop = addtime.pop
+    waiting: dict[int, float] = {}
+    penalized: set[int] = set()
+    wh: list[float] = []
+    wf: list[float] = []
+    wh_append = wh.append
+    wf_append = wf.append
+    bins = [0] * (nbins + 1)
+    inv_bin = 1.0 / binw
+    trace: list[SimEvent] = []
+    tracing = n_trace > 0
+
+    idle = c
+    raw = coalesced = ev_adds = retry_adds = 0
+    completed = failed = retries = retry_pops = 0
+    completions_all = hot_done = 0
+    depth_max = 0
+    depth_corr = busy_area = work_sum = 0.0
+    dtok = dburst
+    dlast = 0.0
+
+    if initial_burst:
+        # N keys failing together: raw events for keys 0…m−1 at t = 0, through the heap
+        heap.extend((0.0, 2, k0, 0.0) for k0 in range(m))
+        heapq.heapify(heap)
+
+    # --- the event loop -------------------------------------------------------------------
+    # Arrivals come from a C-level chain over pre-computed blocks; heap events (completions,
+    # retries) due before the next arrival are handled in the inner loop. "A worker gets k"
+    # appears twice (inner loop and arrival path) on purpose: a function call per event would
+    # cost about a fifth of the speed.
+    for ta, ka in chain.from_iterable(blocks):
+        while heap[0][0] < ta:
+            t, kind, k, ts = pop(heap)
+            if kind == 0:
+                # reconcile of k finished at t (started at ts)
+                completions_all += 1
+                if t > W:
+                    busy_area += t - (ts if ts > W else W)
+                    completed += 1
+                    work_sum += t - ts
+                    if k == 0:
+                        hot_done += 1
+                if p_fail and k < m and fw0 <= ts < fw1 and nxt_u() < p_fail:
+                    failed += 1
+                    retries += 1
+                    penalized.add(k)
+                    d = when(k, t)
+                    if tracing:
+                        trace.append(SimEvent(t, "failure", k, f"retry in {d:.6g} s"))
+                    if d <= 0:
+                        if k not in dirty:
+                            addtime[k] = t
+                            retry_adds += 1
+                    else:
+                        r = t + d
+                        old = waiting.get(k)
+                        if old is None or r < old:
+                            waiting[k] = r
+                            push(heap, (r, 1, k, 0.0))
+                else:
+                    if k in penalized and forget_on_success:
+                        forget(k)
+                        penalized.discard(k)
+                    if tracing:
+                        trace.append(SimEvent(t, "success", k))
+                proc_rm(k)
+                if k in dirty:
+                    qappend(k)
+                if not queue:
+                    idle += 1
+                    continue
+                k = qpop()
+            else:
+                if kind == 1:
+                    # a delayed retry of k is ready at t
+                    retry_pops += 1
+                    if waiting.get(k) != t:
+                        continue  # superseded by an earlier ready time
+                    del waiting[k]
+                    if tracing:
+                        trace.append(SimEvent(t, "retry-ready", k))
+                    if k in dirty:
+                        continue
+                    retry_adds += 1
+                else:
+                    # initial burst: a raw event for k at t = 0
+                    raw += 1
+                    if k in dirty:
+                        coalesced += 1
+                        continue
+                    ev_adds += 1
+                    if tracing:
+                        trace.append(SimEvent(t, "arrival", k))
+                addtime[k] = t
+                if len(dirty) > depth_max:
+                    depth_max = len(dirty)
+                if k in processing:
+                    continue
+                if not idle:
+                    qappend(k)
+                    continue
+                idle -= 1
+            # a worker gets k at time t (copy 1 of 2)
+            proc_add(k)
+            a = addtime_pop(k)
+            if t >= W:
+                if k < m:
+                    wf_append(t - a)
+                else:
+                    wh_append(t - a)
+                if a < W:
+                    depth_corr += W - a
+            s = mean_s if svc_const else nxt_svc()
+            if k < m:
+                if dep_on:
+                    if t > dlast:
+                        dtok += (t - dlast) * dq
+                        if dtok > dburst:
+                            dtok = dburst
+                        dlast = t
+                    dtok -= 1.0
+                    if dtok < 0:
+                        s -= dtok / dq
+                        bins[min(int((t - dtok / dq) * inv_bin), nbins)] += 1
+                    else:
+                        bins[int(t * inv_bin)] += 1
+                else:
+                    bins[int(t * inv_bin)] += 1
+            if tracing:
+                trace.append(SimEvent(t, "start", k, f"waited {t - a:.6g} s"))
+                if len(trace) >= n_trace:
+                    tracing = False
+            push(heap, (t + s, 0, k, t))
+
+        if ka < 0:
+            break  # the end marker: everything up to T is done
+        t = ta
+        k = ka
+        raw += 1
+        if k in dirty:
+            coalesced += 1
+            if tracing:
+                trace.append(SimEvent(t, "coalesced", k))
+            continue
+        addtime[k] = t
+        ev_adds += 1
+        if tracing:
+            trace.append(SimEvent(t, "arrival", k))
+        if len(dirty) > depth_max:
+            depth_max = len(dirty)
+        if k in processing:
+            continue
+        if not idle:
+            qappend(k)
+            continue
+        idle -= 1
+        # a worker gets k at time t (copy 2 of 2)
+        proc_add(k)
+        a = addtime_pop(k)
+        if t >= W:
+            if k < m:
+                wf_append(t - a)
+            else:
+                wh_append(t - a)
+            if a < W:
+                depth_corr += W - a
+        s = mean_s if svc_const else nxt_svc()
+        if k < m:
+            if dep_on:
+                if t > dlast:
+                    dtok += (t - dlast) * dq
+                    if dtok > dburst:
+                        dtok = dburst
+                    dlast = t
+                dtok -= 1.0
+                if dtok < 0:
+                    s -= dtok / dq
+                    bins[min(int((t - dtok / dq) * inv_bin), nbins)] += 1
+                else:
+                    bins[int(t * inv_bin)] += 1
+            else:
+                bins[int(t * inv_bin)] += 1
+        if tracing:
+            trace.append(SimEvent(t, "start", k, f"waited {t - a:.6g} s"))
+            if len(trace) >= n_trace:
+                tracing = False
+        push(heap, (t + s, 0, k, t))
+
+    if progress is not None:
+        progress(1.0)
+
+    # --- residuals at the end of the window ----------------------------------------------
+    for tt, kind, _k, ts in heap:
+        if kind == 0 and tt < _INF:
+            busy_area += T - (ts if ts > W else W)
+    # ∫ depth dt over [W, T] = Σ (get − max(add, W)) over gets in the window + keys still dirty
+    depth_area = math.fsum(wh) + math.fsum(wf) - depth_corr
+    for a in addtime.values():
+        depth_area += T - (a if a > W else W)
+    dep_requests = sum(bins[:nbins])  # requests sent within [0, T]
+
+    span = T - W
+    split = failing_keys is not None  # healthy vs failing only when a failing subset is given
+    waits = np.asarray(wh + wf, dtype=np.float64)
+    rates = np.asarray(bins[:nbins], dtype=np.float64) * inv_bin
+    last_bin = T - (nbins - 1) * binw  # the final bin may be shorter than binw
+    if nbins and last_bin > 0:
+        rates[-1] = bins[nbins - 1] / last_bin
+
+    def q(arr: list[float] | np.ndarray, pct: float) -> float | None:
+        return float(np.percentile(arr, pct)) if len(arr) else None
+
+    def mean(arr: list[float] | np.ndarray) -> float | None:
+        return float(np.mean(arr)) if len(arr) else None
+
+    return SimResult(
+        duration_s=T,
+        warmup_s=W,
+        events=raw + completions_all + retry_pops,
+        raw_events=raw,
+        coalesced_events=coalesced,
+        adds=ev_adds + retry_adds,
+        coalescing_ratio=(raw / ev_adds) if ev_adds and raw else None,
+        completed=completed,
+        failed=failed,
+        throughput_per_s=completed / span,
+        wait_mean_s=mean(waits),
+        wait_p50_s=q(waits, 50),
+        wait_p95_s=q(waits, 95),
+        wait_p99_s=q(waits, 99),
+        work_mean_s=(work_sum / completed) if completed else None,
+        busy_workers_mean=busy_area / span,
+        utilization=busy_area / span / c,
+        depth_mean=depth_area / span,
+        depth_max=depth_max,
+        retries=retries,
+        dependency_requests=dep_requests,
+        dependency_rate_mean_per_s=dep_requests / T,
+        dependency_rate_peak_per_s=float(rates.max()) if nbins else 0.0,
+        dependency_bin_s=binw,
+        dependency_rate_per_s=tuple(rates.tolist()),
+        healthy_wait_mean_s=mean(wh) if split else None,
+        healthy_wait_p99_s=q(wh, 99) if split else None,
+        failing_wait_mean_s=mean(wf) if split else None,
+        failing_wait_p99_s=q(wf, 99) if split else None,
+        hot_key_throughput_per_s=hot_done / span,
+        trace=tuple(trace[:n_trace]),
+    )

@@ -1,0 +1,59 @@
+"""Retry storm what-if: synchronisation, jitter, global bucket, penalty without Forget."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.errors import ModelInputError
+from models.ratelimit import parse_retry_spec
+from models.retry import healthy_impact, policy_variants, retry_storm
+
+
+def test_no_jitter_retries_in_lockstep_and_jitter_spreads_them() -> None:
+    # 1000 keys, base 1 s: every key's first retry is at exactly 0.05 + 1 s without jitter
+    plain = retry_storm(1000, parse_retry_spec("exp:1:60"), 10.0, bin_s=0.1, horizon_s=120.0)
+    full = retry_storm(1000, parse_retry_spec("exp:1:60", jitter="full"), 10.0, bin_s=0.1,
+                       horizon_s=120.0, seed=3)
+    assert plain.peak_rate_per_s == pytest.approx(1000 / 0.1)  # all 1000 in one 0.1 s bin
+    # full jitter spreads the first retry uniformly over 1 s: ≈ 100 per 0.1 s bin
+    assert full.peak_rate_per_s < plain.peak_rate_per_s / 3
+    # without jitter all keys recover at the same instant: attempts at 0, 1.05, 3.10, 7.15 s
+    # (each fails 0.05 s later, then waits 1, 2, 4, 8 s), so the 5th attempt is at 15.20 s,
+    # 5.20 s after the outage ends
+    assert plain.recovery_lag_p50_s == pytest.approx(5.2)
+    assert plain.recovery_lag_max_s == pytest.approx(5.2)
+    assert plain.failures_per_key_median == 4
+    # without Forget the next unrelated failure waits 1 s · 2^4 = 16 s instead of 1 s
+    assert plain.penalty_without_forget_s == pytest.approx(16.0)
+    assert plain.penalty_with_forget_s == pytest.approx(1.0)
+
+
+def test_global_bucket_caps_the_retry_rate_and_queues_a_debt() -> None:
+    pol = parse_retry_spec("exp:0.005:1000", global_qps=10.0, burst=100)
+    r = retry_storm(1000, pol, 60.0, bin_s=1.0, horizon_s=600.0)
+    # after the burst of 100 tokens the bucket admits 10 retries/s
+    assert r.outage_mean_rate_per_s == pytest.approx(10.0, rel=0.25)
+    # the 1000th first retry waits (1000 − 100)/10 = 90 s of bucket debt
+    assert r.recovery_lag_max_s is not None
+    assert r.recovery_lag_max_s >= 90.0 - 60.0
+
+
+def test_variants_and_bad_input() -> None:
+    names = [n for n, _ in policy_variants(parse_retry_spec("exp:0.005:1000"))]
+    assert names == ["no jitter, no bucket", "full jitter, no bucket", "no jitter, bucket",
+                     "full jitter, bucket"]
+    with pytest.raises(ModelInputError):
+        retry_storm(0, parse_retry_spec("exp:1:2"), 10.0)
+    with pytest.raises(ModelInputError):
+        retry_storm(10, parse_retry_spec("exp:1:2"), 10.0, horizon_s=5.0)
+
+
+def test_healthy_keys_wait_behind_a_tight_loop_but_not_behind_backoff() -> None:
+    tight = healthy_impact(20, parse_retry_spec("const:0"), 60.0, healthy_rate_per_s=10.0,
+                           workers=2, service_mean_s=0.05, seed=1)
+    expo = healthy_impact(20, parse_retry_spec("exp:0.005:1000"), 60.0,
+                          healthy_rate_per_s=10.0, workers=2, service_mean_s=0.05, seed=1)
+    assert tight.baseline_wait_mean_s == expo.baseline_wait_mean_s  # same healthy arrivals
+    assert tight.healthy_wait_mean_s is not None
+    assert expo.healthy_wait_mean_s is not None
+    assert tight.healthy_wait_mean_s > 5 * expo.healthy_wait_mean_s
