@@ -1,0 +1,326 @@
+"""The embedded demo source: the simulated fleet of :mod:`collectors.fleet`, read the way
+the Prometheus source reads a real fleet, with no Prometheus.
+
+Every figure is computed from the fleet's cumulative counters and gauges exactly as the
+PromQL would compute it from samples scraped every ``SAMPLE_S`` seconds (Prometheus 2.x
+range selection, both ends included):
+
+* a rate is ``(C(at) − C(at − w)) / w`` — ``rate(x[w])`` when samples sit at both ends;
+* a mean is ``Δsum / Δcount``; a quantile is ``histogram_quantile`` over the bucket
+  increases of ``workqueue_{queue,work}_duration_seconds`` (decade buckets; linear
+  interpolation inside the bucket, the +Inf rule, the zero lower bound);
+* a gauge mean / max / slope is ``avg_over_time`` / ``max_over_time`` / ``deriv`` over the
+  samples at ``at, at − 15 s, …, at − w``.
+
+API calls are per process (label ``pod``): every queue of a process reports the process's
+calls, as ``rest_client_requests_total`` has no controller label.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from collectors import fleet as fl
+from collectors.errors import ConfigError
+from collectors.types import QueueSnapshot, RangeData, Snapshot
+
+FloatArray = npt.NDArray[np.float64]
+
+SAMPLE_S = 15.0
+"""The scrape interval the demo's gauge statistics assume (the backfill uses it too)."""
+MAX_GAUGE_SAMPLES = 41
+"""Range queries read at most this many gauge samples per point (a coarser sample step)."""
+QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
+API_CLASSES = ("2xx", "4xx", "409", "429", "5xx")
+"""Code classes of ``api_calls_by_class_per_s``; ``4xx`` excludes 409 and 429."""
+
+_SCALAR_FIELDS = (
+    "arrival_rate_per_s", "throughput_per_s", "service_mean_s", "busy_workers", "workers",
+    "utilization", "depth_mean", "depth_current", "queue_wait_mean_s", "queue_wait_p50_s",
+    "queue_wait_p95_s", "queue_wait_p99_s", "work_p50_s", "work_p95_s", "work_p99_s",
+    "retries_per_s", "errors_per_s", "api_calls_per_s", "throttle_s_per_s",
+    "external_effects_per_s", "unfinished_work_s", "unfinished_work_growth",
+    "longest_running_s", "littles_law_ratio",
+)
+
+
+def range_window_s(step_s: float) -> float:
+    """The rate window of each range point, as the Prometheus source picks it (Grafana's
+    ``$__rate_interval``): max(step + scrape interval, 4 × scrape interval)."""
+    return max(step_s + SAMPLE_S, 4 * SAMPLE_S)
+
+
+def histogram_quantile(q: float, upper: Sequence[float], cumulative: FloatArray) -> FloatArray:
+    """Prometheus's ``histogram_quantile`` (promql/quantile.go ``bucketQuantile``) over the
+    last axis of ``cumulative`` (finite buckets then +Inf, cumulative counts).
+
+    rank = q·total; the first bucket whose count reaches the rank is interpolated linearly
+    between its lower bound (0 for the first bucket) and upper bound; a rank in +Inf gives
+    the largest finite bound. NaN where the total is 0."""
+    counts = np.maximum.accumulate(cumulative, axis=-1)  # ensureMonotonic
+    total = counts[..., -1]
+    rank = q * total
+    b = np.argmax(counts >= rank[..., None], axis=-1)
+    bounds = np.asarray([*upper, math.inf])
+    lower = np.where(b > 0, bounds[np.maximum(b - 1, 0)], 0.0)
+    upper_b = bounds[b]
+    prev = np.where(b > 0, np.take_along_axis(counts, np.maximum(b - 1, 0)[..., None], -1)[..., 0],
+                    0.0)
+    here = np.take_along_axis(counts, b[..., None], -1)[..., 0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = lower + (upper_b - lower) * (rank - prev) / (here - prev)
+    value = np.where(b == len(upper), bounds[len(upper) - 1], value)
+    return np.asarray(np.where(total > 0, value, np.nan), dtype=np.float64)
+
+
+class DemoSource:
+    """The simulated fleet as a :class:`collectors.types.Source`.
+
+    ``scenario``: ``all`` or one regime (``saturated``, ...) or controller (``replicaset``).
+    ``queues``: build a larger fleet of that many queues cycling through the regimes with
+    varied parameters (names like ``replicaset-007``), for benchmarks.
+    """
+
+    def __init__(self, scenario: str = "all", seed: int = 0, queues: int | None = None) -> None:
+        try:
+            specs = (
+                fl.demo_specs(scenario)
+                if queues is None
+                else fl.large_fleet_specs(queues, seed=seed, scenario=scenario)
+            )
+            self.fleet = fl.Fleet(specs, seed=seed)
+        except ValueError as exc:
+            raise ConfigError(f"Cannot build the demo fleet: {exc}.") from None
+        self.scenario = scenario
+        self.seed = seed
+        self._index = {name: i for i, name in enumerate(self.fleet.names)}
+        specs_t = self.fleet.specs
+        self._workers = np.array([s.params.workers for s in specs_t], dtype=np.float64)
+        pods = self.fleet.pods
+        self._pod_limiter = np.array(
+            [any(s.params.client_limiter for s in specs_t if s.params.pod == p) for p in pods]
+        )
+        self._external = np.array([s.params.external_effects for s in specs_t])
+
+    @property
+    def name(self) -> str:
+        return "demo"
+
+    @property
+    def queue_names(self) -> tuple[str, ...]:
+        return self.fleet.names
+
+    # --- the computation, vectorized over queues and evaluation times ---------------------
+
+    def _check(self, at: float, window_s: float) -> None:
+        if not (math.isfinite(window_s) and window_s > 0):
+            raise ConfigError(f"The window must be a positive number of seconds, got {window_s!r}.")
+        if not math.isfinite(at) or at - window_s < fl.EPOCH_S:
+            raise ConfigError(
+                f"The demo data start at 2020-01-01T00:00:00Z (unix {fl.EPOCH_S:.0f}); "
+                f"the window ending at {at!r} begins before that."
+            )
+
+    def compute(
+        self,
+        ends: npt.ArrayLike,
+        window_s: float,
+        select: npt.ArrayLike | None = None,
+        sample_s: float = SAMPLE_S,
+    ) -> dict[str, FloatArray]:
+        """Every signal as an array [queue, end time]; NaN where the signal does not exist."""
+        t = np.atleast_1d(np.asarray(ends, dtype=np.float64))
+        sel = (
+            np.arange(len(self.fleet), dtype=np.int64)
+            if select is None
+            else np.asarray(select, dtype=np.int64)
+        )
+        both = np.concatenate([t - window_s, t])
+        c = self.fleet.counters(both, select=sel)
+        inc = c[:, :, len(t):] - c[:, :, : len(t)]  # [queue, signal, time]
+        rate = inc / window_s
+
+        def row(name: str) -> FloatArray:
+            return np.asarray(rate[:, fl.SIGNALS[name], :], dtype=np.float64)
+
+        def ratio(num: FloatArray, den: FloatArray) -> FloatArray:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.asarray(np.where(den > 0, num / den, np.nan), dtype=np.float64)
+
+        out: dict[str, FloatArray] = {}
+        out["arrival_rate_per_s"] = row("adds")
+        out["throughput_per_s"] = row("wd:count")
+        out["busy_workers"] = row("wd:sum")
+        out["service_mean_s"] = ratio(row("wd:sum"), row("wd:count"))
+        workers = np.broadcast_to(self._workers[sel][:, None], out["busy_workers"].shape)
+        out["workers"] = np.array(workers, dtype=np.float64)
+        out["utilization"] = out["busy_workers"] / workers
+        out["queue_wait_mean_s"] = ratio(row("qd:sum"), row("qd:count"))
+        for prefix, field, bounds in (
+            ("qd", "queue_wait", fl.WORKQUEUE_BUCKETS),
+            ("wd", "work", fl.WORKQUEUE_BUCKETS),
+        ):
+            rows, count_row, _ = fl.hist_rows(prefix)
+            cum = np.moveaxis(inc[:, [*rows, count_row], :], 1, -1)  # [queue, time, bucket]
+            for label, q in QUANTILES.items():
+                out[f"{field}_{label}_s"] = histogram_quantile(q, bounds, cum)
+        out["retries_per_s"] = row("retries")
+        out["errors_per_s"] = row("errors")
+        for result in fl.RESULTS:
+            out[f"reconcile_results_per_s.{result}"] = row(f"result:{result}")
+
+        # Per process: sum the queues of each pod (over the whole fleet, not the selection).
+        pod_of = self.fleet.pod_index
+        api_rows = [fl.SIGNALS[f"api:{code}:{method}"] for code, method in fl.API_SERIES]
+        lim_sum = fl.SIGNALS["lim:sum"]
+        if select is None:
+            all_rate = rate[:, [*api_rows, lim_sum], :]
+        else:
+            all_c = self.fleet.counters(both, rows=[*api_rows, lim_sum])
+            all_rate = (all_c[:, :, len(t):] - all_c[:, :, : len(t)]) / window_s
+        n_pods = len(self.fleet.pods)
+        pod_rate = np.zeros((n_pods, all_rate.shape[1], len(t)))
+        np.add.at(pod_rate, pod_of, all_rate)
+        mine = pod_rate[pod_of[sel]]  # [queue, api rows + limiter, time]
+        classes = {k: np.zeros((len(sel), len(t))) for k in API_CLASSES}
+        for j, (code, _method) in enumerate(fl.API_SERIES):
+            key = code if code in ("409", "429") else f"{code[0]}xx"
+            classes[key] = classes[key] + mine[:, j, :]
+        out["api_calls_per_s"] = mine[:, : len(api_rows), :].sum(axis=1)
+        for k, v in classes.items():
+            out[f"api_calls_by_class_per_s.{k}"] = v
+        has_limiter = self._pod_limiter[pod_of[sel]][:, None]
+        out["throttle_s_per_s"] = np.where(has_limiter, mine[:, -1, :], np.nan)
+        out["external_effects_per_s"] = np.where(
+            self._external[sel][:, None], row("ext:success"), np.nan
+        )
+
+        # Gauges: samples at end, end − s, …, end − w (avg/max_over_time, deriv).
+        n = math.floor(window_s / sample_s + 1e-9)
+        if n + 1 > MAX_GAUGE_SAMPLES:
+            n = MAX_GAUGE_SAMPLES - 1
+            sample_s = window_s / n
+        offsets = np.arange(n, -1, -1, dtype=np.float64) * sample_s  # oldest first
+        st = (t[:, None] - offsets[None, :]).ravel()
+        g = self.fleet.gauges(st, select=sel).reshape(len(sel), len(fl.GAUGES), len(t), n + 1)
+        depth = g[:, fl.GAUGES["depth"]] + g[:, fl.GAUGES["depth_low_priority"]]
+        out["depth_mean"] = depth.mean(axis=-1)
+        out["depth_current"] = depth[..., -1]
+        unfinished = g[:, fl.GAUGES["unfinished_work_s"]]
+        out["unfinished_work_s"] = unfinished[..., -1]
+        if n >= 1:
+            x = -offsets - (-offsets).mean()
+            out["unfinished_work_growth"] = (
+                (unfinished - unfinished.mean(axis=-1, keepdims=True)) * x
+            ).sum(axis=-1) / (x * x).sum()
+        else:
+            out["unfinished_work_growth"] = np.full_like(out["depth_mean"], np.nan)
+        out["longest_running_s"] = g[:, fl.GAUGES["longest_running_s"]].max(axis=-1)
+        out["littles_law_ratio"] = ratio(
+            out["depth_mean"], out["arrival_rate_per_s"] * out["queue_wait_mean_s"]
+        )
+        return out
+
+    # --- Source protocol ---------------------------------------------------------------------
+
+    def snapshot(self, at: float, window_s: float) -> Snapshot:
+        self._check(at, window_s)
+        data = {k: v[:, 0].tolist() for k, v in self.compute([at], window_s).items()}
+        queues = []
+        for i, spec in enumerate(self.fleet.specs):
+            values: dict[str, Any] = {}
+            missing: dict[str, str] = {}
+            for field in _SCALAR_FIELDS:
+                v = data[field][i]
+                if math.isfinite(v):
+                    values[field] = v
+                else:
+                    values[field] = None
+                    missing[field] = self._why_missing(field, spec)
+            results = {r: data[f"reconcile_results_per_s.{r}"][i] for r in fl.RESULTS}
+            classes = {k: data[f"api_calls_by_class_per_s.{k}"][i] for k in API_CLASSES}
+            queues.append(
+                QueueSnapshot(
+                    queue=spec.name,
+                    labels=self.labels(spec),
+                    reconcile_results_per_s=results,
+                    api_calls_by_class_per_s=classes,
+                    missing=missing,
+                    **values,
+                )
+            )
+        return Snapshot(at=at, window_s=window_s, source="demo", queues=queues)
+
+    def range(
+        self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None
+    ) -> RangeData:
+        if not (math.isfinite(step_s) and step_s > 0):
+            raise ConfigError(f"The step must be a positive number of seconds, got {step_s!r}.")
+        if not (math.isfinite(start) and math.isfinite(end)) or end < start:
+            raise ConfigError(f"The range end ({end!r}) is before its start ({start!r}).")
+        window = range_window_s(step_s)
+        self._check(start, window)
+        if queues is None:
+            sel = np.arange(len(self.fleet), dtype=np.int64)
+        else:
+            unknown = [q for q in queues if q not in self._index]
+            if unknown:
+                raise ConfigError(
+                    f"The demo fleet has no queue named {', '.join(map(repr, unknown))}."
+                )
+            sel = np.array([self._index[q] for q in queues], dtype=np.int64)
+        times = start + np.arange(math.floor((end - start) / step_s + 1e-9) + 1) * step_s
+        frames = []
+        names = np.array(self.fleet.names, dtype=object)[sel]
+        for lo in range(0, len(times), 2000):
+            chunk = times[lo : lo + 2000]
+            data = self.compute(chunk, window, select=sel)
+            for signal, arr in data.items():
+                q_idx, t_idx = np.nonzero(np.isfinite(arr))
+                frames.append(pd.DataFrame({
+                    "queue": names[q_idx],
+                    "signal": signal,
+                    "t": chunk[t_idx],
+                    "value": arr[q_idx, t_idx],
+                }))
+        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+            {"queue": [], "signal": [], "t": [], "value": []}
+        )
+        frame["queue"] = frame["queue"].astype(str)
+        return RangeData(start=start, end=end, step_s=step_s, source="demo", frame=frame)
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def labels(self, spec: fl.QueueSpec) -> Mapping[str, str]:
+        return {"name": spec.name, "controller": spec.name, "pod": spec.params.pod,
+                "regime": spec.params.regime}
+
+    def params(self, queue: str) -> fl.QueueParams:
+        """The regime parameters behind a queue (for tests and documentation)."""
+        try:
+            return self.fleet.specs[self._index[queue]].params
+        except KeyError:
+            raise ConfigError(f"The demo fleet has no queue named {queue!r}.") from None
+
+    @staticmethod
+    def _why_missing(field: str, spec: fl.QueueSpec) -> str:
+        if field == "external_effects_per_s":
+            return (
+                "no external-effects metric for this queue (in the demo only the dnsrecord "
+                "regime writes to an external API)"
+            )
+        if field == "throttle_s_per_s":
+            return (
+                f"process {spec.params.pod} does not expose "
+                "rest_client_rate_limiter_duration_seconds (controller-runtime registers only "
+                "rest_client_requests_total)"
+            )
+        if field == "unfinished_work_growth":
+            return "the window holds fewer than two gauge samples"
+        return "no items were processed in the window, so the ratio is undefined"

@@ -1,0 +1,94 @@
+"""`queuelens exporter`: serve the demo fleet as real Prometheus metrics on /metrics."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+from dashboard.cliutil import CliError, positive_int
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """'127.0.0.1:9464', '[::1]:9464' or ':9464' (loopback) -> (host, port)."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT: {text!r} (e.g. 127.0.0.1:9464)")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {port_text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {port}")
+    return host, port
+
+
+# The demo regimes and their controllers (collectors.fleet.DEMO_QUEUES; a test keeps this in
+# step — importing the fleet here would slow down `queuelens --help`).
+SCENARIOS = (
+    "healthy (deployment), saturated (replicaset), api_throttled (certificate), "
+    "retry_storm (dnsrecord), hot_key (ingress), over_provisioned (secret), "
+    "requeue_misuse (cronjob), long_passes (volumesnapshot)"
+)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "exporter",
+        help="serve the demo queues as Prometheus metrics",
+        description=(
+            "Serve the embedded demo fleet on http://HOST:PORT/metrics with the metric names, "
+            "labels and bucket layouts of client-go's workqueue and controller-runtime's "
+            "controller and REST-client metrics, so a real Prometheus can scrape it. "
+            f"Scenarios: all, or one of {SCENARIOS}. Stops cleanly on SIGINT/SIGTERM."
+        ),
+    )
+    parser.add_argument("--listen", type=parse_listen, default=("127.0.0.1", 9464),
+                        metavar="HOST:PORT",
+                        help="address to listen on (default 127.0.0.1:9464; loopback only "
+                        "unless you name another interface)")
+    parser.add_argument("--scenario", default="all", metavar="NAME",
+                        help="'all' (default), a regime or a controller name")
+    parser.add_argument("--queues", type=positive_int, default=None, metavar="N",
+                        help="serve a larger synthetic fleet of N queues instead")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the demo noise (default 0)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from collectors.demo import DemoSource
+    from collectors.exporter import serve
+
+    source = DemoSource(scenario=args.scenario, seed=args.seed, queues=args.queues)
+    host, port = args.listen
+    try:
+        server, thread = serve(source.fleet, host, port)
+    except OSError as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    shown = f"[{host}]" if ":" in host else host
+    sys.stderr.write(
+        f"queuelens exporter: serving {len(source.fleet)} demo queues on "
+        f"http://{shown}:{server.server_port}/metrics (Ctrl-C to stop)\n"
+    )
+    sys.stderr.flush()
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    sys.stderr.write("queuelens exporter: stopped\n")
+    return 0
