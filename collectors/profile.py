@@ -289,7 +289,7 @@ class Profile:
     selector: tuple[Matcher, ...] = ()
     queue_label: str = "name"
     controller_label: str = "controller"
-    process_labels: tuple[str, ...] = ("job", "instance")
+    process_labels: tuple[str, ...] = ("job", "instance", "pod")
     workers: Mapping[str, float] = field(default_factory=dict)
     worker_groups: tuple[tuple[QueueGroup, float], ...] = ()
     external_effects: tuple[ExternalEffects, ...] = ()
