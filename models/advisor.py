@@ -1,0 +1,1271 @@
+"""The advisor: one queue's signals → verdicts ("will more workers help, or only add contention?").
+
+Pure: no I/O, no collectors import. The snapshot is read through the :class:`QueueSignals`
+protocol (``collectors.types.QueueSnapshot`` satisfies it structurally); range data come as an
+optional :class:`QueueHistory` of numpy arrays for the contention fit and the trend rules.
+
+Every rule names its signal, its threshold and the reason for the threshold; the thresholds
+live in :class:`AdvisorThresholds` (field metadata ``signal`` and ``reason``, listed by
+:func:`threshold_table`). Metric semantics follow ``workqueue-metrics.md`` §6:
+
+* arrivals λ = rate(workqueue_adds_total): distinct adds after coalescing, *including* the
+  controller's own re-adds (retries, requeue_after);
+* ``retries_total`` counts every delayed re-add, planned requeues included — it is never read
+  as a failure rate; failures come from ``reconcile_errors_total`` / ``result="error"``;
+* busy workers B = rate(work_duration_sum) (Little's law), utilization ρ = B / c;
+* the API client (``rest_client_*``) is per process: its QPS budget is shared by every
+  controller of the process, so the ceiling is process-wide.
+
+Queueing numbers (the wait at a worker count) come from :func:`models.whatif.whatif_sweep`
+(M/M/c, or the finite-key M/M/c//K model when the key count is known), the backlog trend from
+:mod:`models.fluid`, the contention curve from :func:`models.contention.fit_usl`.
+
+Verdict kinds are stable identifiers (:data:`KINDS`); :func:`advise` returns them ordered by
+impact: severity first (critical, warning, info, ok), then the order of :data:`KINDS`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from models.contention import fit_usl, usl_slowdown
+from models.errors import ModelInputError
+from models.fluid import fluid_summary
+from models.queueing import erlang_c
+from models.whatif import MAX_WORKERS, WhatIfInputs, WhatIfResult, WhatIfRow, whatif_sweep
+
+FloatArray = npt.NDArray[np.float64]
+
+KINDS: tuple[str, ...] = (
+    "stuck_workers",
+    "retry_storm",
+    "backlog_growing",
+    "contention",
+    "add_workers",
+    "hot_key",
+    "requeue_misuse",
+    "long_passes",
+    "over_provisioned",
+    "insufficient_data",
+    "healthy",
+)
+"""Stable verdict identifiers, in the tie-break order of impact."""
+
+SEVERITIES: tuple[str, ...] = ("critical", "warning", "info", "ok")
+"""Severity levels, most urgent first."""
+
+CORE_FIELDS: tuple[str, ...] = ("arrival_rate_per_s", "service_mean_s", "workers")
+"""Without these the capacity rules (add workers, backlog, over-provisioned) cannot run."""
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------------
+
+
+class QueueSignals(Protocol):
+    """The snapshot fields the advisor reads (``collectors.types.QueueSnapshot`` has them all).
+
+    Rates per second, durations in seconds; ``None`` = not measured, with the reason in
+    ``missing[field]``.
+    """
+
+    @property
+    def queue(self) -> str: ...
+    @property
+    def arrival_rate_per_s(self) -> float | None: ...
+    @property
+    def throughput_per_s(self) -> float | None: ...
+    @property
+    def service_mean_s(self) -> float | None: ...
+    @property
+    def busy_workers(self) -> float | None: ...
+    @property
+    def workers(self) -> float | None: ...
+    @property
+    def utilization(self) -> float | None: ...
+    @property
+    def depth_mean(self) -> float | None: ...
+    @property
+    def depth_current(self) -> float | None: ...
+    @property
+    def queue_wait_mean_s(self) -> float | None: ...
+    @property
+    def queue_wait_p95_s(self) -> float | None: ...
+    @property
+    def work_p50_s(self) -> float | None: ...
+    @property
+    def work_p99_s(self) -> float | None: ...
+    @property
+    def retries_per_s(self) -> float | None: ...
+    @property
+    def errors_per_s(self) -> float | None: ...
+    @property
+    def reconcile_results_per_s(self) -> Mapping[str, float]: ...
+    @property
+    def api_calls_per_s(self) -> float | None: ...
+    @property
+    def api_calls_by_class_per_s(self) -> Mapping[str, float]: ...
+    @property
+    def throttle_s_per_s(self) -> float | None: ...
+    @property
+    def unfinished_work_s(self) -> float | None: ...
+    @property
+    def unfinished_work_growth(self) -> float | None: ...
+    @property
+    def longest_running_s(self) -> float | None: ...
+    @property
+    def missing(self) -> Mapping[str, str]: ...
+
+
+HISTORY_FIELDS: tuple[str, ...] = (
+    "arrival_rate_per_s",
+    "throughput_per_s",
+    "busy_workers",
+    "workers",
+    "service_mean_s",
+    "depth",
+    "queue_wait_mean_s",
+    "unfinished_work_s",
+    "longest_running_s",
+    "errors_per_s",
+    "retries_per_s",
+    "api_calls_per_s",
+    "api_409_per_s",
+    "api_429_per_s",
+    "throttle_s_per_s",
+)
+"""The series of a :class:`QueueHistory`, each aligned with ``t_s``."""
+
+
+@dataclass(frozen=True, eq=False)
+class QueueHistory:
+    """One queue's signals over a time range, aligned on ``t_s`` (unix seconds, increasing).
+
+    Each array has the length of ``t_s``; NaN marks a point that was not measured (this is the
+    only place NaN is allowed, and nothing computed from it reaches a verdict as NaN).
+    ``depth`` is the mean depth over each point's window; ``api_409_per_s`` and
+    ``api_429_per_s`` are the process's conflict and throttled responses.
+    """
+
+    t_s: FloatArray
+    arrival_rate_per_s: FloatArray
+    throughput_per_s: FloatArray
+    busy_workers: FloatArray
+    workers: FloatArray
+    service_mean_s: FloatArray
+    depth: FloatArray
+    queue_wait_mean_s: FloatArray
+    unfinished_work_s: FloatArray
+    longest_running_s: FloatArray
+    errors_per_s: FloatArray
+    retries_per_s: FloatArray
+    api_calls_per_s: FloatArray
+    api_409_per_s: FloatArray
+    api_429_per_s: FloatArray
+    throttle_s_per_s: FloatArray
+
+    def __post_init__(self) -> None:
+        t = np.asarray(self.t_s, dtype=np.float64)
+        if t.ndim != 1:
+            raise ModelInputError("history times must be a one-dimensional array.")
+        if not np.all(np.isfinite(t)):
+            raise ModelInputError("history times must be finite numbers.")
+        if t.size > 1 and np.any(np.diff(t) <= 0):
+            raise ModelInputError("history times must be strictly increasing.")
+        object.__setattr__(self, "t_s", t)
+        for name in HISTORY_FIELDS:
+            arr = np.asarray(getattr(self, name), dtype=np.float64)
+            if arr.shape != t.shape:
+                raise ModelInputError(
+                    f"history series {name} has {arr.size} points but there are {t.size} times."
+                )
+            if np.any(np.isinf(arr)):
+                raise ModelInputError(f"history series {name} contains an infinite value.")
+            object.__setattr__(self, name, arr)
+
+    @classmethod
+    def from_columns(cls, t_s: npt.ArrayLike, **columns: npt.ArrayLike) -> QueueHistory:
+        """Build from the series that exist; absent series become all-NaN (not measured)."""
+        t = np.asarray(t_s, dtype=np.float64)
+        unknown = sorted(set(columns) - set(HISTORY_FIELDS))
+        if unknown:
+            raise ModelInputError(f"unknown history series: {', '.join(unknown)}.")
+        values = {
+            name: np.asarray(columns[name], dtype=np.float64)
+            if name in columns
+            else np.full(t.shape, np.nan)
+            for name in HISTORY_FIELDS
+        }
+        return cls(t_s=t, **values)
+
+    @property
+    def points(self) -> int:
+        return int(self.t_s.size)
+
+    def available(self, name: str) -> int:
+        """How many measured (finite) points a series has."""
+        return int(np.count_nonzero(np.isfinite(getattr(self, name))))
+
+
+@dataclass(frozen=True)
+class ProcessTotals:
+    """Sums over every queue of the process (job/instance or pod) running this queue.
+
+    The API client (``rest_client_*``) and its rate limiter belong to the process, so API
+    calls per reconcile, the limiter's share of busy time and the API ceiling are computed
+    against these totals, not against one queue's figures."""
+
+    throughput_per_s: float | None = None
+    busy_workers: float | None = None
+    arrival_rate_per_s: float | None = None
+    queues: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("throughput_per_s", "busy_workers", "arrival_rate_per_s"):
+            v = getattr(self, name)
+            if v is not None and not (math.isfinite(v) and v >= 0):
+                raise ModelInputError(f"process {name} must be a non-negative number, got {v!r}.")
+
+
+# --------------------------------------------------------------------------------------------
+# Thresholds
+# --------------------------------------------------------------------------------------------
+
+
+def _th(default: float, signal: str, reason: str) -> Any:
+    return field(default=default, metadata={"signal": signal, "reason": reason})
+
+
+@dataclass(frozen=True)
+class AdvisorThresholds:
+    """Every threshold the rules use, with the signal it applies to and why it is set there."""
+
+    util_high: float = _th(
+        0.8, "offered utilization λ·E[S]/c at the design demand",
+        "above 0.8 the M/M/c wait grows like 1/(1 − ρ): a 10 % rise in demand roughly doubles "
+        "the queueing delay, so the queue has no headroom left")
+    util_target: float = _th(
+        0.7, "utilization at the recommended worker count",
+        "a recommendation keeps ρ ≤ 0.7 at the design demand so that bursts and a lost pod "
+        "do not push the queue back into the steep part of the wait curve")
+    util_low_peak: float = _th(
+        0.25, "offered utilization at the design demand (peak of the range)",
+        "below 25 % busy at the busiest point three quarters of the workers are never used; "
+        "above it spare workers are reasonable headroom and not flagged")
+    min_workers: float = _th(
+        2, "smallest worker count the advisor recommends",
+        "with one worker a single slow or hung pass blocks every other key")
+    design_quantile: float = _th(
+        0.95, "arrival rate over the range",
+        "size for the 95th percentile of demand in the range, not the instant of the snapshot, "
+        "so a recommendation survives the usual peaks")
+    slo_quantile: float = _th(
+        0.95, "wait quantile the SLO applies to",
+        "a mean-wait target hides the tail; 95 % of items within the SLO is the usual "
+        "latency-objective form")
+    overload_ratio: float = _th(
+        1.0, "λ / (c·μ) for the window",
+        "at or above 1 arrivals exceed what c workers can complete: the backlog grows "
+        "(fluid model) instead of settling")
+    min_history_points: float = _th(
+        6, "range points with the needed series",
+        "fewer points cannot separate a trend or a scaling curve from noise (the USL fit "
+        "itself refuses fewer than 6)")
+    usl_efficiency_max: float = _th(
+        0.7, "USL efficiency X(c)/(c·γ) = 1/(1 + σ(c−1) + κc(c−1)) from the range fit",
+        "below 0.7 more than 30 % of linear scaling is already lost to contention and "
+        "coherency at the current worker count, and each added worker gains less")
+    usl_r2_min: float = _th(
+        0.8, "R² of the USL fit on (busy workers, throughput)",
+        "a fit that explains less than 80 % of the variance is not evidence of contention")
+    inflation_ratio: float = _th(
+        1.5, "work duration at the highest vs lowest busy-worker count in the range",
+        "a pass that takes 50 % longer when more workers are busy is waiting on something "
+        "shared (API limiter, lock, database), so throughput per worker falls")
+    inflation_corr_min: float = _th(
+        0.6, "correlation of work duration with busy workers over the range",
+        "the duration must rise *with concurrency*, not merely vary over time")
+    inflation_span_min: float = _th(
+        1.5, "max / min busy workers over the range",
+        "with less spread in concurrency a slope cannot be told from noise")
+    share_429_min: float = _th(
+        0.01, "429 responses / all API calls of the process",
+        "the apiserver (APF) answers 429 only when it is rejecting the process's requests; a "
+        "sustained 1 % already means the API budget is the bottleneck")
+    share_409_min: float = _th(
+        0.05, "409 responses / all API calls of the process",
+        "conflicts above 5 % cost a re-read and a retry per write")
+    corr_409_min: float = _th(
+        0.5, "correlation of the 409 share with busy workers over the range",
+        "conflicts are contention only when they rise with concurrency; a constant share "
+        "comes from other writers and does not grow with workers")
+    limiter_share_min: float = _th(
+        0.1, "client-side rate-limiter seconds / busy-worker seconds",
+        "when 10 % of busy time is spent waiting for the process's token bucket, the limiter "
+        "(shared by all controllers of the process) caps throughput; more workers wait longer")
+    error_share_storm: float = _th(
+        0.5, "errors / reconciles (reconcile_errors_total or result=\"error\")",
+        "when most passes fail, the queue is busy retrying a failure, and more workers only "
+        "retry faster against the failing dependency")
+    retry_share_storm: float = _th(
+        0.5, "retries / adds",
+        "retries making up most adds means the queue's load is self-generated (confirms a storm)")
+    persist_fraction: float = _th(
+        0.8, "share of range points with errors above the storm threshold",
+        "the same failure present over most of the range is persistent, not a blip")
+    planned_requeue_share: float = _th(
+        0.5, "(retries − errors) / adds, or requeue_after / reconciles",
+        "more than half of the adds being the controller's own planned re-adds means it polls "
+        "instead of reacting to watch events")
+    requeue_share: float = _th(
+        0.3, "result=\"requeue\" / reconciles",
+        "Requeue without an error goes through the per-key rate limiter (5 ms doubling, reset "
+        "by Forget): at this share it is a tight loop")
+    error_share_quiet: float = _th(
+        0.2, "errors / retries, for requeue misuse",
+        "retries are 'without errors' when fewer than 20 % of them follow a failure")
+    hot_depth_min: float = _th(
+        0.5, "mean depth while workers are idle",
+        "half a key waiting on average, with a worker free, is a key that cannot start")
+    hot_idle_min: float = _th(
+        1.0, "idle workers c − B",
+        "at least one worker must be idle on average for 'waiting with idle workers'")
+    hot_excess: float = _th(
+        10.0, "observed depth or wait / the M/M/c prediction at the measured ρ",
+        "an order of magnitude above what random arrivals give at this utilization cannot be "
+        "explained by load; it is per-key serialization")
+    hot_wait_min_s: float = _th(
+        0.1, "observed mean queue wait",
+        "waits under 100 ms are not worth a verdict even when far above the model")
+    hot_util_max: float = _th(
+        0.7, "utilization",
+        "above 0.7 queueing alone explains waiting; the hot-key rule looks at low utilization")
+    long_ratio: float = _th(
+        10.0, "work p99 / p50",
+        "an exponential pass time gives p99/p50 = ln 100 / ln 2 ≈ 6.6; above 10 the tail is "
+        "heavier than random variation — a few passes do far more work")
+    long_mean_over_p50: float = _th(
+        1.5, "mean work duration (exact: _sum/_count) / work p50",
+        "p99 from decade buckets is interpolated anywhere between 1 and 10 s, so the exact mean "
+        "must confirm the tail: long passes lift the mean above the median by more than an "
+        "exponential's 1/ln 2 ≈ 1.44")
+    long_p99_min_s: float = _th(
+        1.0, "work p99",
+        "sub-second passes are not worth splitting")
+    stuck_growth_min: float = _th(
+        0.5, "deriv(workqueue_unfinished_work_seconds) (≈ items in flight not completing)",
+        "an age that grows by ½ s per second means at least one item has stopped completing")
+    stuck_longest_min_s: float = _th(
+        60.0, "workqueue_longest_running_processor_seconds",
+        "a pass running over a minute is not a slow pass but a hang (or a missing Done)")
+    stuck_longest_vs_p99: float = _th(
+        10.0, "longest running / max(work p99, mean work)",
+        "ten times the normal worst pass is outside the pass-time distribution")
+    stuck_slope_min: float = _th(
+        0.5, "slope of longest_running_processor over the range (s per s)",
+        "the same item still running makes the longest age rise at ~1 s per second")
+    demand_cv_max: float = _th(
+        0.5, "coefficient of variation of the arrival rate over the range",
+        "above 0.5 demand is not stable; a sizing from it is given with lower confidence")
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) \
+                    or v < 0:
+                raise ModelInputError(
+                    f"threshold {f.name} must be a finite non-negative number, got {v!r}."
+                )
+        for name in ("util_target", "design_quantile", "slo_quantile"):
+            v = getattr(self, name)
+            if not 0 < v < 1:
+                raise ModelInputError(f"threshold {name} must be between 0 and 1, got {v!r}.")
+
+
+def threshold_table(thresholds: AdvisorThresholds | None = None) -> list[dict[str, Any]]:
+    """[{name, value, signal, reason}] for every threshold (for docs and reports)."""
+    th = thresholds or AdvisorThresholds()
+    return [
+        {"name": f.name, "value": getattr(th, f.name), "signal": f.metadata["signal"],
+         "reason": f.metadata["reason"]}
+        for f in fields(th)
+    ]
+
+
+RULES: tuple[tuple[str, str, str], ...] = (
+    ("stuck_workers", "unfinished_work_growth, longest_running_s (+ its trend)",
+     "stuck_growth_min, stuck_longest_min_s, stuck_longest_vs_p99, stuck_slope_min"),
+    ("retry_storm", "errors / reconciles, retries / adds, persistence over the range",
+     "error_share_storm, retry_share_storm, persist_fraction"),
+    ("backlog_growing", "λ / (c·μ), fluid growth λ − c·μ", "overload_ratio"),
+    ("contention", "USL fit (busy workers → throughput), work-duration inflation, 429/409 "
+     "share, client limiter time", "usl_efficiency_max, usl_r2_min, inflation_*, share_429_min, "
+     "share_409_min, corr_409_min, limiter_share_min"),
+    ("add_workers", "offered ρ at the design demand, wait vs SLO (what-if sweep)",
+     "util_high, util_target, slo_quantile, design_quantile"),
+    ("hot_key", "depth or wait vs the M/M/c prediction, idle workers",
+     "hot_depth_min, hot_idle_min, hot_excess, hot_wait_min_s, hot_util_max"),
+    ("requeue_misuse", "retries without errors, requeue_after / requeue share",
+     "planned_requeue_share, requeue_share, error_share_quiet"),
+    ("long_passes", "work p99 / p50, confirmed by the exact mean / p50",
+     "long_ratio, long_mean_over_p50, long_p99_min_s"),
+    ("over_provisioned", "offered ρ at the design demand, smallest c meeting the SLO",
+     "util_low_peak, util_target, min_workers"),
+    ("insufficient_data", "arrival rate, service time, worker count present", "—"),
+    ("healthy", "none of the above", "—"),
+)
+"""(kind, signal, thresholds) for the README verdict table."""
+
+
+# --------------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One finding about a queue. ``evidence`` holds the numbers behind it, ``recommendation``
+    what to do (``action`` plus figures); neither contains NaN or ±Inf (they become None)."""
+
+    kind: str
+    severity: str
+    summary: str
+    evidence: Mapping[str, Any]
+    recommendation: Mapping[str, Any]
+    confidence: float
+    """0–1: how strongly the data support the verdict (margin over the threshold, history)."""
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return MappingProxyType({str(k): _clean(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_clean(v) for v in value)
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        v = float(value)
+        return v if math.isfinite(v) else None
+    return value
+
+
+def _verdict(kind: str, severity: str, summary: str, evidence: Mapping[str, Any],
+             recommendation: Mapping[str, Any], confidence: float) -> Verdict:
+    conf = min(max(float(confidence), 0.0), 1.0) if math.isfinite(confidence) else 0.5
+    return Verdict(kind, severity, summary, _clean(evidence), _clean(recommendation),
+                   round(conf, 2))
+
+
+def _margin_conf(ratio: float, base: float = 0.55) -> float:
+    """Confidence from how far a signal is past its threshold (ratio ≥ 1): 0.55 at the
+    threshold, +0.15 per doubling, capped at 0.9."""
+    if not math.isfinite(ratio) or ratio <= 0:
+        return base
+    return min(0.9, base + 0.15 * max(math.log2(ratio), 0.0))
+
+
+def _fmt_s(seconds: float | None) -> str:
+    if seconds is None or not math.isfinite(seconds):
+        return "n/a"
+    if seconds == 0:
+        return "0 s"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds / 3600:.3g} h"
+
+
+def _num(value: float | None) -> float | None:
+    if value is None:
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+# --------------------------------------------------------------------------------------------
+# History helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _pairs(history: QueueHistory | None, *names: str) -> tuple[FloatArray, ...] | None:
+    """The points where all named series are measured, or None without enough of them."""
+    if history is None:
+        return None
+    cols = [np.asarray(getattr(history, n), dtype=np.float64) for n in names]
+    ok = np.ones(history.t_s.shape, dtype=bool)
+    for c in cols:
+        ok &= np.isfinite(c)
+    if int(np.count_nonzero(ok)) == 0:
+        return None
+    return tuple(c[ok] for c in (history.t_s, *cols))
+
+
+def _corr(x: FloatArray, y: FloatArray) -> float | None:
+    if x.size < 3 or np.ptp(x) <= 0 or np.ptp(y) <= 0:
+        return None
+    r = float(np.corrcoef(x, y)[0, 1])
+    return r if math.isfinite(r) else None
+
+
+def _slope(t: FloatArray, y: FloatArray) -> float | None:
+    if t.size < 3 or np.ptp(t) <= 0:
+        return None
+    tc = t - t.mean()
+    return float(np.sum(tc * (y - y.mean())) / np.sum(tc * tc))
+
+
+# --------------------------------------------------------------------------------------------
+# The advisor
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Ctx:
+    s: QueueSignals
+    h: QueueHistory | None
+    th: AdvisorThresholds
+    slo_s: float
+    keys: int | None
+    lam: float | None
+    svc: float | None
+    c: int | None
+    lam_design: float | None
+    notes: dict[str, str]
+    """rule -> why it could not be evaluated."""
+
+
+def advise(
+    signals: QueueSignals,
+    history: QueueHistory | None = None,
+    *,
+    slo_wait_s: float = 1.0,
+    thresholds: AdvisorThresholds | None = None,
+    keys: int | None = None,
+    process: ProcessTotals | None = None,
+    client_qps: float | None = None,
+) -> tuple[Verdict, ...]:
+    """Verdicts for one queue, ordered by impact (see the module docstring).
+
+    ``slo_wait_s``: the queue-wait objective (the ``slo_quantile`` of waits must be within it).
+    ``keys``: distinct keys, when known — the what-if then uses the finite-key model.
+    ``process``: totals over all queues of this queue's process (the API budget and limiter
+    are shared); without it the queue is taken to be alone in its process.
+    ``client_qps``: the client's configured QPS limit, if known, for the API ceiling.
+    """
+    th = thresholds or AdvisorThresholds()
+    if not (isinstance(slo_wait_s, int | float) and math.isfinite(slo_wait_s) and slo_wait_s > 0):
+        raise ModelInputError(
+            f"the wait SLO must be a positive number of seconds, got {slo_wait_s!r}.")
+    if keys is not None and (isinstance(keys, bool) or not isinstance(keys, int) or keys < 1):
+        raise ModelInputError(f"the key count must be a whole number of at least 1, got {keys!r}.")
+    if client_qps is not None and not (math.isfinite(client_qps) and client_qps > 0):
+        raise ModelInputError(f"client QPS must be a positive number, got {client_qps!r}.")
+
+    lam = _num(signals.arrival_rate_per_s)
+    svc = _num(signals.service_mean_s)
+    w = _num(signals.workers)
+    c = max(1, round(w)) if w is not None and w >= 0.5 else None
+    ctx = _Ctx(signals, history, th, float(slo_wait_s), keys, lam, svc, c, None, {})
+    if lam is not None and lam < 0:
+        raise ModelInputError(f"the arrival rate must not be negative, got {lam!r}.")
+    if svc is not None and svc <= 0:
+        ctx.svc = svc = None
+    ctx.lam_design = _design_demand(ctx)
+
+    out: list[Verdict] = []
+    stuck = _stuck_workers(ctx)
+    storm = _retry_storm(ctx)
+    contention = _contention(ctx, process or ProcessTotals(
+        _num(signals.throughput_per_s), _num(signals.busy_workers), lam), client_qps)
+    hot = _hot_key(ctx)
+    long_v = _long_passes(ctx)
+    requeue = _requeue_misuse(ctx)
+    for v in (stuck, storm, contention, hot, long_v, requeue):
+        if v is not None:
+            out.append(v)
+
+    usable = {"arrival_rate_per_s": lam is not None, "service_mean_s": svc is not None,
+              "workers": c is not None}
+    core_missing = [f for f in CORE_FIELDS if not usable[f]]
+    if core_missing == ["service_mean_s"] and lam == 0:
+        core_missing = []  # idle: no passes to time, and nothing to size
+    if core_missing:
+        out.append(_insufficient(ctx, core_missing))
+    elif lam is not None and svc is not None and c is not None:
+        backlog = _backlog_growing(ctx, contention)
+        if backlog is not None:
+            out.append(backlog)
+        blockers = [v.kind for v in (storm, contention, hot, stuck) if v is not None]
+        add = _add_workers(ctx, blockers, backlog)
+        if add is not None:
+            out.append(add)
+        if not any(v is not None for v in (hot, stuck, long_v, backlog, add)):
+            over = _over_provisioned(ctx)
+            if over is not None:
+                out.append(over)
+    if not out:
+        out.append(_healthy(ctx))
+    rank_sev = {s: i for i, s in enumerate(SEVERITIES)}
+    rank_kind = {k: i for i, k in enumerate(KINDS)}
+    out.sort(key=lambda v: (rank_sev[v.severity], rank_kind[v.kind]))
+    return tuple(out)
+
+
+def _design_demand(ctx: _Ctx) -> float | None:
+    """max(λ now, the design quantile of λ over the range)."""
+    if ctx.lam is None:
+        return None
+    p = _pairs(ctx.h, "arrival_rate_per_s")
+    if p is None or p[0].size < ctx.th.min_history_points:
+        return ctx.lam
+    return max(ctx.lam, float(np.quantile(p[1], ctx.th.design_quantile)))
+
+
+def _demand_cv(ctx: _Ctx) -> float | None:
+    p = _pairs(ctx.h, "arrival_rate_per_s")
+    if p is None or p[0].size < ctx.th.min_history_points or p[1].mean() <= 0:
+        return None
+    return float(p[1].std() / p[1].mean())
+
+
+def _error_rate(s: QueueSignals) -> float | None:
+    e = _num(s.errors_per_s)
+    if e is not None:
+        return e
+    results = s.reconcile_results_per_s or {}
+    if "error" in results:
+        return _num(results["error"])
+    return None
+
+
+def _results_total(s: QueueSignals) -> float | None:
+    results = s.reconcile_results_per_s or {}
+    vals = [_num(v) for v in results.values()]
+    good = [v for v in vals if v is not None]
+    return sum(good) if good else None
+
+
+# --- stuck workers ----------------------------------------------------------------------------
+
+
+def _stuck_workers(ctx: _Ctx) -> Verdict | None:
+    s, th = ctx.s, ctx.th
+    growth = _num(s.unfinished_work_growth)
+    longest = _num(s.longest_running_s)
+    if longest is None and growth is None:
+        ctx.notes["stuck_workers"] = "needs longest_running_s or unfinished_work_growth"
+        return None
+    normal = max(_num(s.work_p99_s) or 0.0, ctx.svc or 0.0)
+    floor_s = max(th.stuck_longest_min_s, th.stuck_longest_vs_p99 * normal)
+    slope = None
+    p = _pairs(ctx.h, "longest_running_s")
+    if p is not None and p[0].size >= th.min_history_points:
+        tail = max(int(th.min_history_points), p[0].size // 3)  # the recent third of the range
+        slope = _slope(p[0][-tail:], p[1][-tail:])
+    long_enough = longest is not None and longest >= floor_s
+    growing = growth is not None and growth >= th.stuck_growth_min
+    rising = slope is not None and slope >= th.stuck_slope_min
+    if not (long_enough and (growing or rising)):
+        return None
+    stuck_items = growth if growth is not None and growth > 0 else None
+    conf = _margin_conf((longest or 0.0) / floor_s, 0.6) + (0.1 if growing and rising else 0.0)
+    summary = (
+        f"A pass has been running for {_fmt_s(longest)} (normal worst pass {_fmt_s(normal)}) "
+        "and in-flight work keeps ageing: a worker is stuck — a Get without Done on some return "
+        "path, or a call with no timeout."
+    )
+    return _verdict(
+        "stuck_workers", "critical", summary,
+        {"longest_running_s": longest, "unfinished_work_s": _num(s.unfinished_work_s),
+         "unfinished_work_growth": growth, "stuck_items_estimate": stuck_items,
+         "longest_running_slope_s_per_s": slope, "normal_worst_pass_s": normal,
+         "threshold_longest_s": floor_s},
+        {"action": "fix_stuck_worker",
+         "steps": ["pair every Get with Done on all return paths (defer Done)",
+                   "put a timeout/context deadline on external calls",
+                   "honor context cancellation at shutdown",
+                   "restarting the pod frees the worker but does not fix the cause"]},
+        conf,
+    )
+
+
+# --- retry storm --------------------------------------------------------------------------
+
+
+def _retry_storm(ctx: _Ctx) -> Verdict | None:
+    s, th = ctx.s, ctx.th
+    errors = _error_rate(s)
+    recs = _num(s.throughput_per_s)
+    if recs is None:
+        recs = _results_total(s)
+    if errors is None or recs is None:
+        ctx.notes["retry_storm"] = "needs errors_per_s (or reconcile results) and throughput_per_s"
+        return None
+    if recs <= 0:
+        return None
+    share = errors / recs
+    if share < th.error_share_storm:
+        return None
+    adds = _num(s.arrival_rate_per_s)
+    retries = _num(s.retries_per_s)
+    retry_share = retries / adds if retries is not None and adds else None
+    persist = None
+    p = _pairs(ctx.h, "errors_per_s", "throughput_per_s")
+    if p is not None and p[0].size >= th.min_history_points:
+        ok = p[2] > 0
+        if ok.any():
+            persist = float(np.mean(p[1][ok] / p[2][ok] >= th.error_share_storm))
+    conf = _margin_conf(share / th.error_share_storm)
+    if retry_share is not None and retry_share >= th.retry_share_storm:
+        conf += 0.05
+    if persist is not None and persist >= th.persist_fraction:
+        conf += 0.05
+    severity = "critical" if share >= 0.8 or (persist or 0) >= th.persist_fraction else "warning"
+    lasting = (f"; it has lasted over {100 * persist:.0f} % of the range"
+               if persist is not None and persist >= th.persist_fraction else "")
+    summary = (
+        f"{100 * share:.0f} % of reconciles fail ({errors:.3g}/s){lasting}"
+        + (f", and retries make up {100 * retry_share:.0f} % of adds"
+           if retry_share is not None else "")
+        + ". Fix the cause; more workers would only retry faster against the failing dependency."
+    )
+    return _verdict(
+        "retry_storm", severity, summary,
+        {"error_share": share, "errors_per_s": errors, "reconciles_per_s": recs,
+         "retries_per_s": retries, "retry_share_of_adds": retry_share,
+         "persistent_fraction_of_range": persist},
+        {"action": "fix_failure_not_workers",
+         "steps": ["find and fix the failing dependency or input (the error message of the "
+                   "failing reconciles)",
+                   "for non-retriable failures (auth, invalid spec) set a status condition and "
+                   "wait for a change instead of retrying forever",
+                   "add a global or per-dependency rate limit with jitter so thousands of keys "
+                   "do not retry together",
+                   "call Forget on success so a later failure starts from the base delay",
+                   "do not add workers"]},
+        conf,
+    )
+
+
+# --- requeue misuse -----------------------------------------------------------------------
+
+
+def _requeue_misuse(ctx: _Ctx) -> Verdict | None:
+    s, th = ctx.s, ctx.th
+    retries = _num(s.retries_per_s)
+    adds = _num(s.arrival_rate_per_s)
+    errors = _error_rate(s)
+    results = {k: v for k, v in (s.reconcile_results_per_s or {}).items() if _num(v) is not None}
+    total = sum(results.values()) if results else 0.0
+    if retries is None or adds is None or errors is None:
+        ctx.notes["requeue_misuse"] = "needs retries_per_s, arrival_rate_per_s and errors_per_s"
+        return None
+    if adds <= 0 or retries <= 0:
+        return None
+    quiet = errors / retries < th.error_share_quiet
+    planned = max(retries - errors, 0.0) / adds
+    ra_share = results.get("requeue_after", 0.0) / total if total > 0 else None
+    rq_share = results.get("requeue", 0.0) / total if total > 0 else None
+    patterns: list[str] = []
+    if ra_share is not None and ra_share >= th.planned_requeue_share:
+        patterns.append(
+            f"RequeueAfter on {100 * ra_share:.0f} % of passes: the controller polls on a timer "
+            "instead of reacting to watch events (watch the dependency, or lengthen the interval)")
+    if rq_share is not None and rq_share >= th.requeue_share:
+        patterns.append(
+            f"Requeue without an error on {100 * rq_share:.0f} % of passes: it goes through the "
+            "per-key rate limiter (5 ms doubling, reset by Forget) — a tight requeue loop; use "
+            "RequeueAfter with a deliberate delay, or return an error if it is a failure")
+    if not patterns and quiet and planned >= th.planned_requeue_share:
+        patterns.append(
+            f"{100 * planned:.0f} % of adds are rate-limited re-adds without an error "
+            "(AddRateLimited used for planned requeues): use AddAfter for a deliberate delay")
+    if not patterns or not quiet:
+        return None
+    strength = max(planned / th.planned_requeue_share,
+                   (rq_share or 0.0) / th.requeue_share if th.requeue_share else 0.0)
+    summary = (f"Retries without errors: {100 * planned:.0f} % of adds are the controller's own "
+               f"requeues. Likely pattern: {patterns[0]}.")
+    return _verdict(
+        "requeue_misuse", "warning", summary,
+        {"retries_per_s": retries, "errors_per_s": errors, "arrival_rate_per_s": adds,
+         "planned_requeue_share_of_adds": planned, "requeue_after_share": ra_share,
+         "requeue_share": rq_share},
+        {"action": "fix_requeue_pattern", "patterns": patterns},
+        _margin_conf(strength),
+    )
+
+
+# --- contention ---------------------------------------------------------------------------
+
+
+def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Verdict | None:
+    s, th = ctx.s, ctx.th
+    reasons: list[str] = []
+    evidence: dict[str, Any] = {}
+    strength = 1.0
+    ceiling: float | None = None
+    basis: str | None = None
+    scope: str | None = None
+    useful: int | None = None
+
+    # (a) USL fit on (busy workers, throughput) over the range.
+    p = _pairs(ctx.h, "busy_workers", "throughput_per_s")
+    if p is not None and p[0].size >= th.min_history_points:
+        n, x = p[1], p[2]
+        ok = (n > 0) & (x > 0)
+        try:
+            fit = fit_usl(n[ok], x[ok])
+        except ModelInputError as exc:
+            evidence["usl_fit"] = f"not fitted: {exc}"
+            fit = None
+        if fit is not None:
+            c_eval = float(ctx.c) if ctx.c is not None else float(np.max(n))
+            eff = 1.0 / float(usl_slowdown(c_eval, fit.sigma, fit.kappa))
+            evidence.update(usl_sigma=fit.sigma, usl_kappa=fit.kappa, usl_gamma_per_s=fit.gamma,
+                            usl_peak_workers=fit.peak_workers, usl_r2=fit.r2,
+                            usl_efficiency_at_c=eff, usl_points=fit.points)
+            if fit.r2 >= th.usl_r2_min and eff < th.usl_efficiency_max:
+                reasons.append(
+                    f"throughput does not scale with busy workers (USL σ={fit.sigma:.3g}, "
+                    f"κ={fit.kappa:.3g}, {100 * eff:.0f} % efficiency at c={c_eval:g}"
+                    + (f", peak at N*≈{fit.peak_workers:.1f})" if fit.peak_workers else ")"))
+                strength = max(strength, th.usl_efficiency_max / max(eff, 1e-9))
+                if fit.peak_throughput is not None and fit.peak_workers_int is not None:
+                    ceiling, basis = fit.peak_throughput, "USL peak throughput X(N*)"
+                    scope = "queue"
+                    useful = fit.peak_workers_int
+    elif ctx.h is not None:
+        evidence["usl_fit"] = "not fitted: too few range points with busy workers and throughput"
+
+    # (b) Work duration inflating with concurrency.
+    p = _pairs(ctx.h, "busy_workers", "service_mean_s")
+    if p is not None and p[0].size >= th.min_history_points:
+        n, svc = p[1], p[2]
+        if n.min() > 0 and n.max() / n.min() >= th.inflation_span_min:
+            r = _corr(n, svc)
+            slope, icpt = np.polyfit(n, svc, 1)
+            lo, hi = float(icpt + slope * n.min()), float(icpt + slope * n.max())
+            ratio = hi / lo if lo > 0 else None
+            evidence.update(duration_inflation=ratio, duration_busy_corr=r)
+            if r is not None and r >= th.inflation_corr_min and ratio is not None \
+                    and ratio >= th.inflation_ratio:
+                reasons.append(
+                    f"work duration rises {ratio:.2g}× as busy workers go from {n.min():.2g} to "
+                    f"{n.max():.2g}")
+                strength = max(strength, ratio / th.inflation_ratio)
+
+    # (c) API throttling and conflicts (process-wide).
+    calls = _num(s.api_calls_per_s)
+    classes = s.api_calls_by_class_per_s or {}
+    if calls is not None and calls > 0:
+        s429 = (_num(classes.get("429")) or 0.0) / calls
+        s409 = (_num(classes.get("409")) or 0.0) / calls
+        evidence.update(api_calls_per_s=calls, share_429=s429, share_409=s409)
+        if s429 >= th.share_429_min:
+            reasons.append(f"{100 * s429:.1f} % of the process's API calls are throttled (429)")
+            strength = max(strength, s429 / th.share_429_min)
+        if s409 >= th.share_409_min:
+            p = _pairs(ctx.h, "busy_workers", "api_409_per_s", "api_calls_per_s")
+            r409 = None
+            if p is not None and p[0].size >= th.min_history_points:
+                good = p[3] > 0
+                r409 = _corr(p[1][good], p[2][good] / p[3][good])
+            evidence["conflict_busy_corr"] = r409
+            if r409 is not None and r409 >= th.corr_409_min:
+                reasons.append(f"{100 * s409:.1f} % of API calls conflict (409), rising with "
+                               "concurrency")
+                strength = max(strength, s409 / th.share_409_min)
+    else:
+        ctx.notes["contention/api"] = "no API-client request rate (rest_client_requests_total)"
+    thr = _num(s.throttle_s_per_s)
+    busy = proc.busy_workers if proc.busy_workers is not None else _num(s.busy_workers)
+    if thr is not None and busy is not None and busy > 0:
+        lim = thr / busy  # the process's limiter seconds per busy-worker second
+        evidence["limiter_share_of_busy_time"] = lim
+        if lim >= th.limiter_share_min:
+            reasons.append(f"the process waits {thr:.3g} s per second in the client-side rate "
+                           f"limiter ({100 * lim:.0f} % of its busy-worker time)")
+            strength = max(strength, lim / th.limiter_share_min)
+
+    if not reasons:
+        return None
+    # The API ceiling: QPS ÷ API calls per reconcile, shared by the process's controllers.
+    px = proc.throughput_per_s
+    if calls is not None and calls > 0 and px is not None and px > 0:
+        per_rec = calls / px
+        evidence["api_calls_per_reconcile"] = per_rec
+        evidence["process_reconciles_per_s"] = px
+        evidence["process_queues"] = proc.queues
+        evidence["process_arrival_rate_per_s"] = proc.arrival_rate_per_s
+        if client_qps is not None:
+            api_ceiling = client_qps / per_rec
+            basis_api = "configured client QPS ÷ calls per reconcile"
+        elif "429" in classes or thr is not None:
+            ok_calls = calls - (_num(classes.get("429")) or 0.0)
+            api_ceiling = ok_calls / per_rec
+            basis_api = ("API calls/s the process gets while throttled ÷ calls per reconcile "
+                         "(shared by all controllers of the process)")
+        else:
+            api_ceiling, basis_api = None, None
+        if api_ceiling is not None and (ceiling is None or api_ceiling < ceiling):
+            ceiling, basis, scope = api_ceiling, basis_api, "process"
+    evidence["ceiling_reconciles_per_s"] = ceiling
+    evidence["ceiling_basis"] = basis
+    evidence["ceiling_scope"] = scope
+    summary = (
+        "Adding workers will not help: " + "; ".join(reasons) + "."
+        + (f" Ceiling ≈ {ceiling:.3g} reconciles/s ({basis})." if ceiling is not None else "")
+    )
+    return _verdict(
+        "contention", "warning", summary, evidence,
+        {"action": "do_not_add_workers",
+         "ceiling_reconciles_per_s": ceiling,
+         "workers_max_useful": useful,
+         "steps": ["reduce API calls per reconcile (read from the informer cache, patch "
+                   "instead of update, skip no-op writes)",
+                   "raise the client QPS/burst or the APF priority level only if the "
+                   "apiserver has room",
+                   "the budget is shared by every controller of the process: count them all"]},
+        _margin_conf(strength) + (0.05 if len(reasons) > 1 else 0.0),
+    )
+
+
+# --- hot key -----------------------------------------------------------------------------
+
+
+def _hot_key(ctx: _Ctx) -> Verdict | None:
+    s, th = ctx.s, ctx.th
+    lam, svc, c = ctx.lam, ctx.svc, ctx.c
+    depth = _num(s.depth_mean)
+    wait = _num(s.queue_wait_mean_s)
+    if lam is None or svc is None or c is None or (depth is None and wait is None):
+        ctx.notes["hot_key"] = "needs arrival rate, service time, workers and depth or wait"
+        return None
+    busy = _num(s.busy_workers)
+    if busy is None:
+        busy = lam * svc
+    rho = busy / c
+    idle = c - busy
+    if rho > th.hot_util_max or idle < th.hot_idle_min or lam <= 0:
+        return None
+    if lam * svc >= c:
+        return None
+    mmc = erlang_c(lam, 1.0 / svc, c)
+    wq_pred = float(mmc.wait_mean_s)
+    lq_pred = float(mmc.queue_length_mean)
+    tiny = 1e-9
+    depth_x = depth / max(lq_pred, tiny) if depth is not None else None
+    wait_x = wait / max(wq_pred, tiny) if wait is not None else None
+    by_depth = depth is not None and depth >= th.hot_depth_min and (depth_x or 0) >= th.hot_excess
+    by_wait = wait is not None and wait >= th.hot_wait_min_s and (wait_x or 0) >= th.hot_excess
+    if not (by_depth or by_wait):
+        return None
+    # "Sustained": share of range points with depth above the threshold and idle workers.
+    sustained = None
+    p = _pairs(ctx.h, "depth", "busy_workers", "workers")
+    if p is not None and p[0].size >= th.min_history_points:
+        sustained = float(np.mean((p[1] >= th.hot_depth_min) & (p[3] - p[2] >= th.hot_idle_min)))
+    excess = max(depth_x or 0.0, wait_x or 0.0)
+    conf = _margin_conf(excess / th.hot_excess) + (
+        0.05 if sustained is not None and sustained >= 0.8 else 0.0)
+    conflicts = None
+    calls = _num(s.api_calls_per_s)
+    if calls:
+        conflicts = (_num((s.api_calls_by_class_per_s or {}).get("409")) or 0.0) / calls
+    summary = (
+        f"Items wait with {idle:.1f} of {c} workers idle (utilization {100 * rho:.0f} %): "
+        + (f"mean depth {depth:.2g} vs {lq_pred:.2g} predicted" if depth is not None else "")
+        + (", " if depth is not None and wait is not None else "")
+        + (f"mean wait {_fmt_s(wait)} vs {_fmt_s(wq_pred)} predicted" if wait is not None else "")
+        + " by M/M/c. One key is being processed serially; more workers cannot help."
+    )
+    return _verdict(
+        "hot_key", "warning", summary,
+        {"depth_mean": depth, "depth_predicted": lq_pred, "queue_wait_mean_s": wait,
+         "queue_wait_predicted_s": wq_pred, "utilization": rho, "idle_workers": idle,
+         "workers": c, "sustained_fraction_of_range": sustained, "share_409": conflicts},
+        {"action": "split_hot_key",
+         "steps": ["find the key that is always dirty (per-key logs or traces)",
+                   "split its work into smaller objects or keys, or make its pass cheaper",
+                   "coalescing already merges its events; the pass itself is the bottleneck",
+                   "do not add workers: a key is never processed by two workers at once"]},
+        conf,
+    )
+
+
+# --- long passes -------------------------------------------------------------------------
+
+
+def _long_passes(ctx: _Ctx) -> Verdict | None:
+    s, th = ctx.s, ctx.th
+    p50, p99 = _num(s.work_p50_s), _num(s.work_p99_s)
+    if p50 is None or p99 is None:
+        ctx.notes["long_passes"] = "needs work p50 and p99"
+        return None
+    if p50 <= 0 or p99 < th.long_p99_min_s:
+        return None
+    ratio = p99 / p50
+    if ratio < th.long_ratio:
+        return None
+    mean_ratio = ctx.svc / p50 if ctx.svc is not None else None
+    if mean_ratio is not None and mean_ratio < th.long_mean_over_p50:
+        return None
+    summary = (f"Work p99 is {_fmt_s(p99)}, {ratio:.0f}× the median ({_fmt_s(p50)}): a few "
+               "passes do far more work than the rest and hold a worker meanwhile.")
+    return _verdict(
+        "long_passes", "info" if p99 < ctx.slo_s * 10 else "warning", summary,
+        {"work_p50_s": p50, "work_p99_s": p99, "p99_over_p50": ratio,
+         "service_mean_s": ctx.svc, "mean_over_p50": mean_ratio,
+         "caveat": "quantiles are interpolated within histogram buckets"},
+        {"action": "bound_passes",
+         "steps": ["break the long pass into bounded actions and requeue (AddAfter) between "
+                   "them, re-reading state each time so another update stays correct",
+                   "move long external waits out of the worker (poll with RequeueAfter)"]},
+        _margin_conf(ratio / th.long_ratio),
+    )
+
+
+# --- capacity rules ----------------------------------------------------------------------
+
+
+def _sweep(ctx: _Ctx, lam: float, workers_max: int) -> WhatIfResult:
+    assert ctx.svc is not None
+    return whatif_sweep(WhatIfInputs(
+        arrival_rate_per_s=lam, service_mean_s=ctx.svc, keys=ctx.keys,
+        workers_min=1, workers_max=min(max(workers_max, 2), MAX_WORKERS),
+        slo_wait_s=ctx.slo_s, slo_quantile=ctx.th.slo_quantile,
+    ))
+
+
+def _meets(row: WhatIfRow, ctx: _Ctx) -> bool:
+    p = row.p_wait_over_slo
+    return row.stable and p is not None and p <= 1.0 - ctx.th.slo_quantile + 1e-12
+
+
+def _row(result: WhatIfResult, workers: int) -> WhatIfRow | None:
+    for r in result.rows:
+        if r.workers == workers:
+            return r
+    return None
+
+
+def _sizing(ctx: _Ctx, lam: float) -> tuple[int | None, int | None, WhatIfResult]:
+    """(smallest c meeting the SLO at λ, recommended c with the utilization target, sweep)."""
+    _, svc, c = _core(ctx)
+    load = lam * svc
+    for_target = max(1, math.ceil(load / ctx.th.util_target - 1e-9))
+    hi = max(2 * c, for_target + 2, math.ceil(load) + 8, 16)
+    res = _sweep(ctx, lam, hi)
+    slo_c = next((r.workers for r in res.rows if _meets(r, ctx)), None)
+    if slo_c is None:
+        return None, None, res
+    rec = max(slo_c, for_target)
+    return slo_c, min(rec, res.rows[-1].workers), res
+
+
+def _row_evidence(row: WhatIfRow | None, prefix: str) -> dict[str, Any]:
+    if row is None:
+        return {}
+    return {f"{prefix}wait_mean_s": row.wait_mean_s, f"{prefix}wait_p95_s": row.wait_p95_s,
+            f"{prefix}p_wait_over_slo": row.p_wait_over_slo,
+            f"{prefix}utilization": row.utilization}
+
+
+def _core(ctx: _Ctx) -> tuple[float, float, int]:
+    if ctx.lam is None or ctx.svc is None or ctx.c is None:
+        raise ModelInputError("arrival rate, service time and worker count are needed here.")
+    return ctx.lam, ctx.svc, ctx.c
+
+
+def _backlog_growing(ctx: _Ctx, contention: Verdict | None) -> Verdict | None:
+    lam, svc, c = _core(ctx)
+    th = ctx.th
+    capacity = c / svc
+    ratio = lam / capacity
+    if ratio < th.overload_ratio or lam - capacity <= 0:
+        return None
+    q0 = _num(ctx.s.depth_current)
+    if q0 is None:
+        q0 = _num(ctx.s.depth_mean) or 0.0
+    fs = fluid_summary(max(q0, 0.0), lam, capacity)
+    growth = fs.growth_per_s
+    slo_backlog = ctx.slo_s * capacity  # fluid: a new item waits q / (c·μ)
+    t_slo = max(slo_backlog - q0, 0.0) / growth
+    t_keys = max(ctx.keys - q0, 0.0) / growth if ctx.keys is not None else None
+    ceiling = contention.evidence.get("ceiling_reconciles_per_s") if contention else None
+    evidence: dict[str, Any] = {
+        "arrival_rate_per_s": lam, "capacity_per_s": capacity, "overload_ratio": ratio,
+        "growth_per_s": growth, "depth_now": q0, "time_to_slo_breach_s": t_slo,
+        "slo_backlog": slo_backlog, "keys": ctx.keys, "time_to_key_limit_s": t_keys,
+        "ceiling_reconciles_per_s": ceiling,
+    }
+    rec: dict[str, Any]
+    if contention is not None:
+        # A process-wide (API) ceiling is shared: compare it with the process's demand.
+        scope = contention.evidence.get("ceiling_scope")
+        demand = contention.evidence.get("process_arrival_rate_per_s") \
+            if scope == "process" else lam
+        helps = ceiling is not None and demand is not None and ceiling > demand
+        evidence["ceiling_scope"] = scope
+        evidence["demand_against_ceiling_per_s"] = demand
+        action = "add_workers_to_ceiling" if helps else "reduce_demand_or_raise_ceiling"
+        rec = {"action": action,
+               "note": "more workers help only up to the contention/dependency ceiling"}
+    else:
+        slo_c, rec_c, res = _sizing(ctx, lam)
+        rec = {"action": "add_workers", "workers": rec_c, "workers_for_slo": slo_c,
+               **_row_evidence(_row(res, rec_c) if rec_c else None, "expected_")}
+    limit = (f", reaching the key count ({ctx.keys}) in {_fmt_s(t_keys)}"
+             if t_keys is not None else "")
+    summary = (
+        f"Arrivals ({lam:.3g}/s) exceed capacity ({capacity:.3g}/s with {c} workers): "
+        f"the backlog grows by {growth:.3g} keys/s; "
+        + (f"waits pass the {_fmt_s(ctx.slo_s)} SLO within {_fmt_s(t_slo)}" if t_slo > 0 else
+           f"waits are already above the {_fmt_s(ctx.slo_s)} SLO")
+        + f"{limit}."
+        + (" Contention caps what more workers can do." if contention is not None else "")
+    )
+    return _verdict("backlog_growing", "critical", summary, evidence, rec,
+                    _margin_conf(ratio / th.overload_ratio * 4))
+
+
+def _add_workers(ctx: _Ctx, blockers: list[str], backlog: Verdict | None) -> Verdict | None:
+    lam, svc, c = _core(ctx)
+    if blockers:
+        return None
+    th = ctx.th
+    lam_d = ctx.lam_design if ctx.lam_design is not None else lam
+    if lam_d <= 0:
+        return None
+    rho_d = lam_d * svc / c
+    slo_c, rec_c, res = _sizing(ctx, lam_d)
+    current = _row(res, c)
+    model_miss = current is None or not _meets(current, ctx)
+    observed = _num(ctx.s.queue_wait_p95_s)
+    observed_miss = observed is not None and observed > ctx.slo_s
+    if not (rho_d >= th.util_high or model_miss or observed_miss):
+        return None
+    if rec_c is None or rec_c <= c:
+        return None
+    target = _row(res, rec_c)
+    cv = _demand_cv(ctx)
+    conf = _margin_conf(max(rho_d / th.util_high, 1.0) * (2.0 if model_miss else 1.0))
+    if cv is not None and cv > th.demand_cv_max:
+        conf -= 0.15
+    exp_wait = target.wait_mean_s if target else None
+    exp_p95 = target.wait_p95_s if target else None
+    why = ("the model misses the SLO at the current count" if model_miss else
+           f"utilization {100 * rho_d:.0f} % leaves no headroom")
+    summary = (
+        f"Add workers: {c} → {rec_c}. Demand {lam_d:.3g}/s × {_fmt_s(svc)} per pass "
+        f"keeps {lam_d * svc:.2g} workers busy ({why}); at {rec_c} workers the expected "
+        f"wait is {_fmt_s(exp_wait)} (p95 {_fmt_s(exp_p95)}, SLO {_fmt_s(ctx.slo_s)})."
+    )
+    return _verdict(
+        "add_workers", "critical" if model_miss or observed_miss else "warning", summary,
+        {"arrival_rate_per_s": lam, "design_arrival_rate_per_s": lam_d,
+         "service_mean_s": svc, "workers": c, "utilization_design": rho_d,
+         "observed_wait_p95_s": observed, "demand_cv": cv, "model": res.model,
+         "slo_wait_s": ctx.slo_s, "slo_quantile": th.slo_quantile, "keys": ctx.keys,
+         **_row_evidence(current, "current_")},
+        {"action": "add_workers", "workers": rec_c, "workers_for_slo": slo_c,
+         **_row_evidence(target, "expected_")},
+        conf,
+    )
+
+
+def _over_provisioned(ctx: _Ctx) -> Verdict | None:
+    lam, svc, c = _core(ctx)
+    th = ctx.th
+    lam_d = ctx.lam_design if ctx.lam_design is not None else lam
+    rho_d = lam_d * svc / c
+    if rho_d > th.util_low_peak:
+        return None
+    observed = _num(ctx.s.queue_wait_p95_s)
+    if observed is not None and observed > ctx.slo_s:
+        return None
+    slo_c, _, res = _sizing(ctx, lam_d)
+    if slo_c is None:
+        return None
+    floor_c = min(int(th.min_workers), c)
+    rec = max(slo_c, math.ceil(lam_d * svc / th.util_target - 1e-9), floor_c)
+    if rec >= c:
+        return None
+    target = _row(res, rec)
+    summary = (
+        f"Over-provisioned: {c} workers for {lam_d * svc:.2g} busy at the design demand "
+        f"({100 * rho_d:.0f} %); {rec} workers still meet the {_fmt_s(ctx.slo_s)} SLO "
+        f"(expected wait {_fmt_s(target.wait_mean_s if target else None)}, "
+        f"p95 {_fmt_s(target.wait_p95_s if target else None)})."
+    )
+    return _verdict(
+        "over_provisioned", "info", summary,
+        {"arrival_rate_per_s": lam, "design_arrival_rate_per_s": lam_d,
+         "service_mean_s": svc, "workers": c, "utilization_design": rho_d,
+         "model": res.model, "slo_wait_s": ctx.slo_s, "keys": ctx.keys},
+        {"action": "remove_workers", "workers": rec, "workers_for_slo": slo_c,
+         **_row_evidence(target, "expected_")},
+        _margin_conf(th.util_low_peak / max(rho_d, 1e-9)),
+    )
+
+
+# --- insufficient data / healthy ---------------------------------------------------------
+
+
+def _insufficient(ctx: _Ctx, missing_fields: list[str]) -> Verdict:
+    reasons = {f: ctx.s.missing.get(f) or ("not a usable value" if f == "service_mean_s"
+                                           else "not measured") for f in missing_fields}
+    summary = (
+        "Not enough data to size this queue: missing "
+        + "; ".join(f"{f} ({r})" for f, r in reasons.items()) + "."
+    )
+    return _verdict(
+        "insufficient_data", "warning", summary,
+        {"missing": reasons, "rules_not_evaluated": dict(ctx.notes)},
+        {"action": "collect_metrics",
+         "steps": ["check that workqueue and controller-runtime metrics are scraped for this "
+                   "queue (names, label selectors, leader election: only the leader reports)",
+                   "set the worker count in the config if no max_concurrent_reconciles metric"]},
+        0.9,
+    )
+
+
+def _healthy(ctx: _Ctx) -> Verdict:
+    s = ctx.s
+    busy = _num(s.busy_workers)
+    rho = busy / ctx.c if busy is not None and ctx.c else None
+    wait = _num(s.queue_wait_p95_s)
+    lam = ctx.lam
+    if lam is not None and lam == 0:
+        summary = "Idle: no adds in the window; nothing to size."
+    else:
+        summary = (
+            "Healthy: "
+            + (f"utilization {100 * rho:.0f} %" if rho is not None else "utilization n/a")
+            + (f", wait p95 {_fmt_s(wait)} within the {_fmt_s(ctx.slo_s)} SLO"
+               if wait is not None and wait <= ctx.slo_s else "")
+            + "; no contention, retry, hot-key or stuck-worker signs."
+        )
+    return _verdict(
+        "healthy", "ok", summary,
+        {"utilization": rho, "queue_wait_p95_s": wait, "arrival_rate_per_s": lam,
+         "workers": ctx.c, "rules_not_evaluated": dict(ctx.notes)},
+        {"action": "none"},
+        0.6 if ctx.notes else 0.8,
+    )
