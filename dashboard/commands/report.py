@@ -1,0 +1,129 @@
+"""``queuelens report``: a capacity report of every queue, as HTML, Markdown, JSON or CSV.
+
+    queuelens report [--demo | --prometheus URL] [--at TIME] [--range 24h] [--window 5m]
+                     [--slo 1s] [--config FILE] --format html|md|json|csv [-o FILE] [--verbose]
+
+Reads one snapshot and one range for the whole fleet (through the advisor, see
+:mod:`dashboard.advice`), then writes the report (:mod:`dashboard.report`) to ``FILE``
+(atomically: a partial file never replaces a good one) or to stdout with ``-o -``.
+Progress goes to stderr: a bar when stderr is a terminal, plain lines with ``--verbose``
+otherwise, nothing by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from typing import Any, TextIO
+
+from dashboard.cliutil import CliError, parse_duration, parse_time
+
+
+def register(subparsers: Any) -> None:
+    from collectors.connect import add_source_arguments
+
+    parser = subparsers.add_parser(
+        "report",
+        help="capacity report of every queue (HTML, Markdown, JSON or CSV)",
+        description=(
+            "Write a capacity report: fleet summary, per-queue verdicts with their evidence, "
+            "demand vs capacity over the range and wait vs workers from the what-if sweep, "
+            "the assumptions of each model, the time range and the data source. HTML is one "
+            "self-contained file that opens offline; Markdown is for pull requests and "
+            "tickets; JSON (with schema_version) for automation; CSV is the per-queue table. "
+            "Without --prometheus (or $QUEUELENS_PROMETHEUS_URL) it reads the embedded demo."
+        ),
+    )
+    add_source_arguments(parser)
+    parser.add_argument("--at", type=parse_time, default=None, metavar="TIME",
+                        help="end of the report range: unix seconds or RFC 3339 (default: now)")
+    parser.add_argument("--range", dest="range_s", type=parse_duration, default=86400.0,
+                        metavar="DURATION", help="history the report covers (default 24h)")
+    parser.add_argument("--window", type=parse_duration, default=300.0, metavar="DURATION",
+                        help="rate window of the snapshot (default 5m)")
+    parser.add_argument("--slo", type=parse_duration, default=1.0, metavar="DURATION",
+                        help="queue-wait objective: p95 wait within it (default 1s)")
+    parser.add_argument("--format", required=True, choices=["html", "md", "json", "csv"],
+                        help="report format")
+    parser.add_argument("-o", "--output", metavar="FILE", default="-",
+                        help="write the report to FILE (default '-': stdout)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print progress lines on stderr when it is not a terminal")
+    parser.set_defaults(func=handle)
+
+
+class ProgressBar:
+    """Per-step progress on stderr: a redrawn bar on a terminal, plain lines otherwise."""
+
+    WIDTH = 24
+
+    def __init__(self, stream: TextIO, tty: bool) -> None:
+        self.stream = stream
+        self.tty = tty
+        self.drawn = False
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        if self.tty:
+            filled = self.WIDTH * done // total if total else self.WIDTH
+            line = f"[{'#' * filled:<{self.WIDTH}}] {done}/{total} {label}"[:78]
+            self.stream.write("\r" + line.ljust(78))
+            self.drawn = True
+        else:
+            self.stream.write(f"queuelens: {label} ({done}/{total})\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\r" + " " * 78 + "\r")
+            self.stream.flush()
+
+
+def write_output(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise CliError(f"cannot write {path}: the directory {directory} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".queuelens-report-", suffix=".tmp")
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise CliError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def handle(args: argparse.Namespace) -> int:
+    from collectors.connect import source_from_args
+    from dashboard.report import build_report, render
+
+    if args.output != "-" and os.path.isdir(args.output):
+        raise CliError(f"-o {args.output}: is a directory; give a file name")
+    tty = sys.stderr.isatty()
+    bar = ProgressBar(sys.stderr, tty) if (tty or args.verbose) else None
+    source = source_from_args(args)
+    at = time.time() if args.at is None else args.at
+    try:
+        report = build_report(source, at, range_s=args.range_s, window_s=args.window,
+                              slo_wait_s=args.slo, progress=bar)
+        text = render(report, args.format, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+        close = getattr(source, "close", None)
+        if callable(close):
+            close()
+    if args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    write_output(args.output, text)
+    sys.stderr.write(f"queuelens: wrote the {args.format} report of {len(report.queues)} queues "
+                     f"to {args.output}\n")
+    return 0

@@ -1,0 +1,855 @@
+"""Capacity reports: one report model, rendered as HTML, Markdown, JSON or CSV.
+
+:func:`build_report` reads the source through :func:`dashboard.advice.advise_fleet` (one
+``snapshot`` and one ``range`` for every queue; the range read is memoised so the charts reuse
+it) and runs the what-if sweep per queue for the "wait vs workers" chart. It returns a
+:class:`Report`: fleet summary, one :class:`QueueRow` per queue, the advisor's verdicts with
+their evidence, the assumptions of each model, the time range and the data source (the
+source's ``name``, which never carries credentials).
+
+Renderers (pure, no I/O):
+
+* :func:`render_html` — one self-contained page: plotly.js inlined exactly once in a single
+  ``<script>``, every figure with ``include_plotlyjs=False``; no external URL, so it opens
+  offline. Every label value goes through :func:`html.escape`.
+* :func:`render_markdown` — for pull requests and tickets; label values are escaped for
+  Markdown and inline HTML (:func:`md_text`), pipes included.
+* :func:`render_json` — ``{"schema_version": 1, ...}``; a number that does not exist is
+  ``null`` (never NaN).
+* :func:`render_csv` — the per-queue table, one row per queue. A text cell that a spreadsheet
+  would run as a formula (leading ``= + - @``, tab or CR) is prefixed with ``'``.
+
+The dashboard's "Export report" control (:func:`export_control`,
+:func:`register_export_callbacks`) renders the same report from the app's source.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
+from dashboard.cliutil import format_csv, jsonable
+from models.advisor import AdvisorThresholds, Verdict, threshold_table
+from models.errors import ModelInputError
+from models.whatif import MAX_WORKERS, WhatIfInputs, WhatIfResult, whatif_sweep
+
+if TYPE_CHECKING:
+    import dash
+
+    from dashboard.context import AppContext
+
+SCHEMA_VERSION = 1
+"""Version of the JSON report layout; raised whenever a field changes meaning or goes away."""
+
+FORMATS: tuple[str, ...] = ("html", "md", "json", "csv")
+EXTENSIONS: Mapping[str, str] = {"html": "html", "md": "md", "json": "json", "csv": "csv"}
+MIME_TYPES: Mapping[str, str] = {
+    "html": "text/html", "md": "text/markdown", "json": "application/json", "csv": "text/csv",
+}
+
+DEFAULT_RANGE_S = 86400.0
+DEFAULT_WINDOW_S = 300.0
+DEFAULT_SLO_S = 1.0
+
+CSV_COLUMNS: tuple[str, ...] = (
+    "queue", "severity", "verdicts", "recommended_workers", "workers", "busy_workers",
+    "utilization", "arrival_rate_per_s", "throughput_per_s", "capacity_per_s",
+    "service_mean_s", "queue_wait_p95_s", "depth_current", "retries_per_s", "errors_per_s",
+    "model", "summary",
+)
+"""Columns of the per-queue table (CSV, and the order of ``queues[].row`` in JSON)."""
+
+SEVERITY_ORDER: tuple[str, ...] = ("critical", "warning", "info", "ok")
+
+Progress = Callable[[str, int, int], None]
+"""progress(step description, steps done, steps in total)."""
+
+
+def _no_progress(_label: str, _done: int, _total: int) -> None:
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# The report model
+# --------------------------------------------------------------------------------------------
+
+Series = tuple[Sequence[float], Sequence[float]]
+"""(unix seconds, values); missing points are absent."""
+
+
+@dataclass(frozen=True)
+class Assumption:
+    model: str
+    used_for: str
+    assumes: str
+    source: str
+
+
+ASSUMPTIONS: tuple[Assumption, ...] = (
+    Assumption(
+        "M/M/c (Erlang C)", "wait vs workers; add-workers and over-provisioned sizing",
+        "Poisson arrivals of distinct keys at the measured rate λ (adds after coalescing), "
+        "exponential work times with the measured mean, c identical workers, first-come "
+        "first-served, steady state (λ < c·μ). Coalescing, retries and rate-limited re-adds "
+        "are not modelled beyond their share of λ.",
+        "Erlang C formula; e.g. Kleinrock, Queueing Systems vol. 1 (1975), §3.5",
+    ),
+    Assumption(
+        "M/M/c//K (finite keys)", "the same sweep when the key count is known",
+        "At most one queued entry per key (the workqueue's dirty set), K keys each "
+        "re-arriving at rate λ/K while idle, exponential times.",
+        "finite-source queue (Engset); client-go util/workqueue/queue.go for the dirty set",
+    ),
+    Assumption(
+        "Fluid backlog", "backlog growth and time to SLO breach",
+        "Constant arrival and service rates over the horizon; q(t) = max(0, q0 + (λ − c·μ)·t). "
+        "No randomness, no key bookkeeping: it only describes a persistent imbalance.",
+        "Newell, Applications of Queueing Theory (1982), ch. 2",
+    ),
+    Assumption(
+        "Universal Scalability Law", "contention: whether throughput rises with busy workers",
+        "Throughput X(N) = γN / (1 + σ(N − 1) + κN(N − 1)) fitted to range data of busy workers "
+        "vs throughput; needs enough spread in concurrency over the range. The API budget "
+        "(rest_client_*) is per process, shared by all its controllers.",
+        "Gunther, Guerrilla Capacity Planning (2007), ch. 4–5",
+    ),
+    Assumption(
+        "Measured signals", "every figure in this report",
+        "Rates are Prometheus rate() over the window; busy workers = rate(work duration sum) "
+        "(Little's law); workqueue_retries_total counts every delayed re-add, planned "
+        "requeues included, so it is not a failure rate. A missing value is shown as missing, "
+        "never as 0.",
+        "client-go util/workqueue/metrics.go; controller-runtime pkg/metrics",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One line of the per-queue table (None = not measured / does not exist)."""
+
+    queue: str
+    severity: str
+    verdicts: tuple[str, ...]
+    recommended_workers: int | None
+    workers: float | None
+    busy_workers: float | None
+    utilization: float | None
+    arrival_rate_per_s: float | None
+    throughput_per_s: float | None
+    capacity_per_s: float | None
+    service_mean_s: float | None
+    queue_wait_p95_s: float | None
+    depth_current: float | None
+    retries_per_s: float | None
+    errors_per_s: float | None
+    model: str | None
+    summary: str
+
+    def cells(self) -> dict[str, Any]:
+        out: dict[str, Any] = {c: getattr(self, c) for c in CSV_COLUMNS}
+        out["verdicts"] = ";".join(self.verdicts)
+        return out
+
+
+@dataclass(frozen=True)
+class QueueReport:
+    row: QueueRow
+    labels: Mapping[str, str]
+    verdicts: tuple[Verdict, ...]
+    arrival: Series
+    throughput: Series
+    capacity: Series
+    whatif: WhatIfResult | None
+    whatif_note: str
+    missing: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Report:
+    generated_at: float
+    at: float
+    window_s: float
+    range_s: float
+    start: float
+    end: float
+    step_s: float
+    source: str
+    slo_wait_s: float
+    slo_quantile: float
+    queues: tuple[QueueReport, ...]
+    assumptions: tuple[Assumption, ...] = ASSUMPTIONS
+    thresholds: tuple[Mapping[str, Any], ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def severity_counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(SEVERITY_ORDER, 0)
+        for q in self.queues:
+            counts[q.row.severity] = counts.get(q.row.severity, 0) + 1
+        return counts
+
+    def kind_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for q in self.queues:
+            for kind in q.row.verdicts:
+                counts[kind] = counts.get(kind, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+class _MemoSource:
+    """Remembers the snapshot and range reads so the charts reuse what the advisor read."""
+
+    def __init__(self, inner: Source) -> None:
+        self.inner = inner
+        self.snapshots: dict[tuple[float, float], Snapshot] = {}
+        self.ranges: dict[tuple[float, float, float], RangeData] = {}
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def snapshot(self, at: float, window_s: float) -> Snapshot:
+        key = (at, window_s)
+        if key not in self.snapshots:
+            self.snapshots[key] = self.inner.snapshot(at, window_s)
+        return self.snapshots[key]
+
+    def range(self, start: float, end: float, step_s: float,
+              queues: Sequence[str] | None = None) -> RangeData:
+        key = (start, end, step_s)
+        if queues is not None or key not in self.ranges:
+            data = self.inner.range(start, end, step_s, queues)
+            if queues is not None:
+                return data
+            self.ranges[key] = data
+        return self.ranges[key]
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None:
+        return None
+    v = float(value)
+    return v if math.isfinite(v) else None
+
+
+def _capacity(q: QueueSnapshot) -> float | None:
+    if q.workers is None or q.service_mean_s is None or not q.service_mean_s > 0:
+        return None
+    return _finite(q.workers / q.service_mean_s)
+
+
+def _recommended_workers(verdicts: Sequence[Verdict]) -> int | None:
+    for v in verdicts:
+        w = v.recommendation.get("workers")
+        if isinstance(w, int) and not isinstance(w, bool):
+            return w
+    return None
+
+
+def _sweep(q: QueueSnapshot, slo_s: float, slo_quantile: float,
+           recommended: int | None) -> tuple[WhatIfResult | None, str]:
+    lam, svc, c = q.arrival_rate_per_s, q.service_mean_s, q.workers
+    absent = [name for name, v in (("arrival rate", lam), ("mean work time", svc),
+                                   ("worker count", c)) if v is None]
+    if lam is None or svc is None or c is None:
+        return None, f"No what-if sweep: {', '.join(absent)} not measured."
+    if not svc > 0:
+        return None, "No what-if sweep: the mean work time is not a usable value."
+    current = max(1, round(c))
+    top = max(16, 2 * current, (recommended or 0) + 2, math.ceil(lam * svc) + 4)
+    try:
+        result = whatif_sweep(WhatIfInputs(
+            arrival_rate_per_s=lam, service_mean_s=svc, workers_min=1,
+            workers_max=min(top, MAX_WORKERS), slo_wait_s=slo_s, slo_quantile=slo_quantile,
+        ))
+    except ModelInputError as exc:
+        return None, f"No what-if sweep: {exc}"
+    return result, (f"{result.model} at the current arrival rate {_num(lam)}/s and mean work "
+                    f"time {_num(svc)} s; current workers {current}.")
+
+
+def _series_of(range_data: RangeData | None) -> dict[str, dict[str, Series]]:
+    """{queue: {signal: (t, v)}} of the signals the charts need."""
+    if range_data is None or len(range_data.frame) == 0:
+        return {}
+    wanted = ("arrival_rate_per_s", "throughput_per_s", "workers", "service_mean_s")
+    frame = range_data.frame
+    frame = frame[frame["signal"].isin(wanted)].sort_values("t")
+    out: dict[str, dict[str, Series]] = {}
+    for (queue, signal), g in frame.groupby(["queue", "signal"], sort=False):
+        out.setdefault(str(queue), {})[str(signal)] = (
+            g["t"].astype(float).tolist(), g["value"].astype(float).tolist())
+    return out
+
+
+def _capacity_series(workers: Series | None, service: Series | None) -> Series:
+    """c·μ = workers ÷ mean work time on the times both have."""
+    if workers is None or service is None:
+        return ([], [])
+    svc = dict(zip(service[0], service[1], strict=True))
+    ts: list[float] = []
+    vs: list[float] = []
+    for t, c in zip(workers[0], workers[1], strict=True):
+        s = svc.get(t)
+        if s is not None and s > 0 and math.isfinite(c / s):
+            ts.append(t)
+            vs.append(c / s)
+    return ts, vs
+
+
+def build_report(
+    source: Source,
+    at: float,
+    *,
+    range_s: float = DEFAULT_RANGE_S,
+    window_s: float = DEFAULT_WINDOW_S,
+    slo_wait_s: float = DEFAULT_SLO_S,
+    thresholds: AdvisorThresholds | None = None,
+    progress: Progress | None = None,
+    generated_at: float | None = None,
+) -> Report:
+    """Read the source once (snapshot + range for all queues) and build the report model.
+
+    Raises ConfigError / CollectorError from the source, ModelInputError for a bad SLO."""
+    from dashboard.advice import MIN_STEP_S, RANGE_POINTS, advise_fleet
+
+    report_progress = progress or _no_progress
+    if not (math.isfinite(slo_wait_s) and slo_wait_s > 0):
+        raise ModelInputError(f"The wait SLO must be a positive number of seconds, got "
+                              f"{slo_wait_s!r}.")
+    th = thresholds or AdvisorThresholds()
+    memo = _MemoSource(source)
+    report_progress("reading the source", 0, 1)
+    advice = advise_fleet(memo, at, window_s, range_s, slo_wait_s, thresholds=th)
+    snap = memo.snapshot(at, window_s)
+    step = max(range_s / RANGE_POINTS, MIN_STEP_S)
+    range_data = memo.ranges.get((at - range_s, at, step))
+    by_queue = {q.queue: q for q in snap.queues}
+    series = _series_of(range_data)
+    total = len(advice.queues)
+    out: list[QueueReport] = []
+    for i, qa in enumerate(advice.queues):
+        report_progress(f"analysing {qa.queue}", i, total)
+        q = by_queue[qa.queue]
+        rec = _recommended_workers(qa.verdicts)
+        sweep, note = _sweep(q, slo_wait_s, th.slo_quantile, rec)
+        top = qa.verdicts[0] if qa.verdicts else None
+        row = QueueRow(
+            queue=q.queue,
+            severity=top.severity if top else "ok",
+            verdicts=tuple(v.kind for v in qa.verdicts),
+            recommended_workers=rec,
+            workers=_finite(q.workers),
+            busy_workers=_finite(q.busy_workers),
+            utilization=_finite(q.utilization),
+            arrival_rate_per_s=_finite(q.arrival_rate_per_s),
+            throughput_per_s=_finite(q.throughput_per_s),
+            capacity_per_s=_capacity(q),
+            service_mean_s=_finite(q.service_mean_s),
+            queue_wait_p95_s=_finite(q.queue_wait_p95_s),
+            depth_current=_finite(q.depth_current),
+            retries_per_s=_finite(q.retries_per_s),
+            errors_per_s=_finite(q.errors_per_s),
+            model=sweep.model if sweep else None,
+            summary=top.summary if top else "",
+        )
+        s = series.get(q.queue, {})
+        out.append(QueueReport(
+            row=row, labels=dict(q.labels), verdicts=qa.verdicts,
+            arrival=s.get("arrival_rate_per_s", ([], [])),
+            throughput=s.get("throughput_per_s", ([], [])),
+            capacity=_capacity_series(s.get("workers"), s.get("service_mean_s")),
+            whatif=sweep, whatif_note=note, missing=dict(q.missing),
+        ))
+    report_progress("analysed", total, total)
+    rank = {s: i for i, s in enumerate(SEVERITY_ORDER)}
+    out.sort(key=lambda r: (rank.get(r.row.severity, len(rank)), r.row.queue))
+    return Report(
+        generated_at=time.time() if generated_at is None else generated_at,
+        at=advice.at, window_s=advice.window_s, range_s=range_s, start=advice.at - range_s,
+        end=advice.at, step_s=step, source=source.name, slo_wait_s=slo_wait_s,
+        slo_quantile=th.slo_quantile, queues=tuple(out),
+        thresholds=tuple(threshold_table(th)), warnings=tuple(advice.warnings),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Shared text helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _num(value: Any) -> str:
+    """A short number for prose and tables; '—' when it does not exist."""
+    if value is None or isinstance(value, bool):
+        return "—" if value is None else ("yes" if value else "no")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "—"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _value_text(value: Any) -> str:
+    """Evidence values (numbers, strings, nested mappings/sequences) as plain text."""
+    if isinstance(value, Mapping):
+        return "; ".join(f"{k}: {_value_text(v)}" for k, v in value.items()) or "—"
+    if isinstance(value, list | tuple):
+        return ", ".join(_value_text(v) for v in value) or "—"
+    return _num(value)
+
+
+def _utc(unix_s: float) -> str:
+    return dt.datetime.fromtimestamp(unix_s, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("m", 60.0)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
+def _headline(report: Report) -> str:
+    counts = report.severity_counts()
+    parts = [f"{n} {s}" for s, n in counts.items() if n]
+    return f"{len(report.queues)} queues: " + (", ".join(parts) if parts else "none")
+
+
+def _range_text(report: Report) -> str:
+    return (f"{_utc(report.start)} → {_utc(report.end)} ({_duration(report.range_s)}, one point "
+            f"every {_duration(report.step_s)}); snapshot rates over {_duration(report.window_s)}")
+
+
+def _slo_text(report: Report) -> str:
+    return f"p{report.slo_quantile * 100:g} queue wait ≤ {_num(report.slo_wait_s)} s"
+
+
+# --------------------------------------------------------------------------------------------
+# JSON
+# --------------------------------------------------------------------------------------------
+
+
+def report_payload(report: Report) -> dict[str, Any]:
+    """The JSON document (plain values; NaN/Inf already None)."""
+    payload = {
+        "schema_version": SCHEMA_VERSION,
+        "generated_at": report.generated_at,
+        "source": report.source,
+        "time_range": {"start": report.start, "end": report.end, "at": report.at,
+                       "range_s": report.range_s, "step_s": report.step_s,
+                       "window_s": report.window_s},
+        "slo": {"wait_s": report.slo_wait_s, "quantile": report.slo_quantile},
+        "summary": {"queues": len(report.queues), "by_severity": report.severity_counts(),
+                    "by_verdict": report.kind_counts()},
+        "queues": [
+            {
+                "queue": q.row.queue,
+                "labels": dict(q.labels),
+                "row": q.row.cells() | {"verdicts": list(q.row.verdicts)},
+                "verdicts": [
+                    {"kind": v.kind, "severity": v.severity, "summary": v.summary,
+                     "confidence": v.confidence, "evidence": dict(v.evidence),
+                     "recommendation": dict(v.recommendation)}
+                    for v in q.verdicts
+                ],
+                "whatif": None if q.whatif is None else {
+                    "model": q.whatif.model,
+                    "recommended_workers": q.whatif.recommendation.workers,
+                    "rows": [
+                        {"workers": r.workers, "utilization": r.utilization,
+                         "stable": r.stable, "wait_mean_s": r.wait_mean_s,
+                         "wait_p95_s": r.wait_p95_s, "p_wait_over_slo": r.p_wait_over_slo}
+                        for r in q.whatif.rows
+                    ],
+                },
+                "missing": dict(q.missing),
+            }
+            for q in report.queues
+        ],
+        "assumptions": [
+            {"model": a.model, "used_for": a.used_for, "assumes": a.assumes, "source": a.source}
+            for a in report.assumptions
+        ],
+        "thresholds": [dict(t) for t in report.thresholds],
+        "warnings": list(report.warnings),
+    }
+    result: dict[str, Any] = jsonable(payload)
+    return result
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_payload(report), indent=2, allow_nan=False,
+                      ensure_ascii=False) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# CSV
+# --------------------------------------------------------------------------------------------
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value: str) -> str:
+    """A text cell a spreadsheet will not run as a formula (OWASP CSV injection)."""
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
+def render_csv(report: Report) -> str:
+    rows = []
+    for q in report.queues:
+        cells = q.row.cells()
+        rows.append({k: csv_text(v) if isinstance(v, str) else v for k, v in cells.items()})
+    return format_csv(rows, CSV_COLUMNS)
+
+
+# --------------------------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
+
+
+def md_text(value: object) -> str:
+    """A label value as inert Markdown text: Markdown punctuation backslash-escaped, inline
+    HTML (``& < >``) as entities, pipes escaped (safe in table cells), newlines flattened."""
+    text = " ".join(str(value).split())
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _md_row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def render_markdown(report: Report) -> str:
+    lines = [
+        "# queuelens capacity report",
+        "",
+        f"- **Source:** {md_text(report.source)}",
+        f"- **Time range:** {md_text(_range_text(report))}",
+        f"- **SLO:** {md_text(_slo_text(report))}",
+        f"- **Generated:** {_utc(report.generated_at)}",
+        f"- **Fleet:** {md_text(_headline(report))}",
+        "",
+        "## Fleet summary",
+        "",
+        _md_row(["Queue", "Severity", "Verdicts", "Workers", "Recommended", "Utilization",
+                 "Arrivals /s", "Capacity /s", "p95 wait s"]),
+        _md_row(["---"] * 3 + ["---:"] * 6),
+    ]
+    for q in report.queues:
+        r = q.row
+        lines.append(_md_row([
+            md_text(r.queue), md_text(r.severity), md_text(", ".join(r.verdicts)),
+            _num(r.workers), _num(r.recommended_workers), _num(r.utilization),
+            _num(r.arrival_rate_per_s), _num(r.capacity_per_s), _num(r.queue_wait_p95_s),
+        ]))
+    for q in report.queues:
+        lines += ["", f"## {md_text(q.row.queue)}", ""]
+        if q.labels:
+            lines.append("Labels: " + ", ".join(f"{md_text(k)}={md_text(v)}"
+                                                  for k, v in sorted(q.labels.items())))
+            lines.append("")
+        for v in q.verdicts:
+            lines.append(f"### {md_text(v.severity)} · {md_text(v.kind)} "
+                         f"(confidence {_num(v.confidence)})")
+            lines += ["", md_text(v.summary), ""]
+            if v.recommendation:
+                lines.append("Recommendation: " + md_text(_value_text(dict(v.recommendation))))
+                lines.append("")
+            if v.evidence:
+                lines += [_md_row(["Evidence", "Value"]), _md_row(["---", "---"])]
+                lines += [_md_row([md_text(k), md_text(_value_text(val))])
+                          for k, val in v.evidence.items()]
+                lines.append("")
+        lines.append(f"What-if: {md_text(q.whatif_note)}")
+    lines += ["", "## Model assumptions", ""]
+    for a in report.assumptions:
+        lines.append(f"- **{md_text(a.model)}** ({md_text(a.used_for)}): {md_text(a.assumes)} "
+                     f"Source: {md_text(a.source)}.")
+    if report.warnings:
+        lines += ["", "## Warnings", ""]
+        lines += [f"- {md_text(w)}" for w in report.warnings]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# HTML
+# --------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1f2933;
+background:#f4f6f8}
+header{background:#1f2933;color:#fff;padding:1rem 2rem}
+header h1{margin:0 0 .3rem;font-size:1.4rem}
+header dl{display:grid;grid-template-columns:max-content 1fr;gap:.15rem 1rem;margin:0;
+font-size:.9rem}
+header dt{color:#9aa3ad}header dd{margin:0}
+main{padding:1rem 2rem;max-width:1300px}
+section.card{background:#fff;border-radius:8px;padding:1rem 1.2rem;margin:1rem 0;
+box-shadow:0 1px 2px rgba(0,0,0,.08)}
+table{border-collapse:collapse;font-size:.88rem}
+th,td{padding:.3rem .6rem;border-bottom:1px solid #e4e7eb;
+text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.sev{display:inline-block;padding:.05rem .5rem;border-radius:1rem;font-size:.8rem;font-weight:600}
+.sev-critical{background:#fde2d6;color:#8a2c00}.sev-warning{background:#fff1c7;color:#6b4e00}
+.sev-info{background:#dbeefb;color:#0b4a75}.sev-ok{background:#d6f2e7;color:#005c3f}
+.verdict{border-left:4px solid #9aa3ad;padding:.2rem .8rem;margin:.8rem 0}
+.verdict.critical{border-color:#D55E00}.verdict.warning{border-color:#E69F00}
+.verdict.info{border-color:#0072B2}.verdict.ok{border-color:#009E73}
+.charts{display:grid;grid-template-columns:1fr 1fr;gap:.8rem}
+.note{color:#52606d;font-size:.85rem}code{font-size:.85rem}
+details summary{cursor:pointer;color:#0072B2}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _sev(severity: str) -> str:
+    cls = severity if severity in SEVERITY_ORDER else "info"
+    return f'<span class="sev sev-{cls}">{_e(severity)}</span>'
+
+
+def _kv_table(items: Mapping[str, Any], head: tuple[str, str]) -> str:
+    rows = "".join(f"<tr><th scope=\"row\">{_e(k)}</th><td>{_e(_value_text(v))}</td></tr>"
+                   for k, v in items.items())
+    return (f"<table><thead><tr><th>{_e(head[0])}</th><th>{_e(head[1])}</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>")
+
+
+def queue_figures(q: QueueReport, report: Report) -> list[Any]:
+    """The queue's two charts: demand vs capacity over the range, wait vs workers."""
+    from dashboard import figures as fg
+
+    charts = []
+    if any(len(s[0]) for s in (q.arrival, q.throughput, q.capacity)):
+        charts.append(fg.rates_figure(q.arrival, q.throughput, q.capacity, report.step_s))
+    else:
+        charts.append(fg.no_data_figure("Is work arriving faster than it can be done?",
+                                        "no range data for this queue"))
+    if q.whatif is not None:
+        rows = q.whatif.rows
+        recommended = q.row.recommended_workers or q.whatif.recommendation.workers
+        charts.append(fg.whatif_wait_figure(
+            [r.workers for r in rows], [r.wait_mean_s for r in rows],
+            [r.wait_p95_s for r in rows], [r.utilization for r in rows],
+            slo_s=report.slo_wait_s, recommended=recommended))
+    else:
+        charts.append(fg.no_data_figure("How long will items wait with c workers?",
+                                        q.whatif_note))
+    return charts
+
+
+def _figure_html(fig: Any, div_id: str) -> str:
+    text: str = fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                            config={"displaylogo": False, "responsive": True},
+                            default_height="380px")
+    return text
+
+
+def _plotlyjs() -> str:
+    from plotly.offline import get_plotlyjs
+
+    js: str = get_plotlyjs()
+    return js.replace("</script", "<\\/script")
+
+
+def render_html(report: Report, progress: Progress | None = None) -> str:
+    """One self-contained HTML page (plotly.js inlined once; no external resources)."""
+    step = progress or _no_progress
+    total = len(report.queues)
+    counts = report.severity_counts()
+    summary_rows = []
+    for i, q in enumerate(report.queues):
+        r = q.row
+        summary_rows.append(
+            "<tr>"
+            f'<td><a href="#queue-{i}">{_e(r.queue)}</a></td><td>{_sev(r.severity)}</td>'
+            f"<td>{_e(', '.join(r.verdicts))}</td>"
+            + "".join(f'<td class="n">{_e(_num(v))}</td>' for v in (
+                r.workers, r.recommended_workers, r.busy_workers, r.utilization,
+                r.arrival_rate_per_s, r.capacity_per_s, r.queue_wait_p95_s, r.depth_current))
+            + "</tr>")
+    sections = []
+    for i, q in enumerate(report.queues):
+        step(f"rendering {q.row.queue}", i, total)
+        verdicts = []
+        for v in q.verdicts:
+            cls = v.severity if v.severity in SEVERITY_ORDER else "info"
+            parts = [f'<div class="verdict {cls}"><h3>{_sev(v.severity)} <code>{_e(v.kind)}'
+                     f"</code> <span class=\"note\">confidence {_e(_num(v.confidence))}"
+                     f"</span></h3><p>{_e(v.summary)}</p>"]
+            if v.recommendation:
+                parts.append(_kv_table(v.recommendation, ("recommendation", "value")))
+            if v.evidence:
+                parts.append("<details><summary>evidence</summary>"
+                             + _kv_table(v.evidence, ("evidence", "value")) + "</details>")
+            parts.append("</div>")
+            verdicts.append("".join(parts))
+        figs = queue_figures(q, report)
+        charts = "".join(f"<div>{_figure_html(f, f'queue-{i}-chart-{j}')}</div>"
+                         for j, f in enumerate(figs))
+        labels = ", ".join(f"{_e(k)}={_e(v)}" for k, v in sorted(q.labels.items()))
+        missing = ""
+        if q.missing:
+            missing = ("<details><summary>signals not measured</summary>"
+                       + _kv_table(q.missing, ("signal", "why")) + "</details>")
+        sections.append(
+            f'<section class="card" id="queue-{i}"><h2>{_e(q.row.queue)} {_sev(q.row.severity)}'
+            f"</h2><p class=\"note\">{labels}</p>{''.join(verdicts)}"
+            f'<div class="charts">{charts}</div><p class="note">What-if: {_e(q.whatif_note)}'
+            f"</p>{missing}</section>")
+    step("rendered", total, total)
+    assumptions = "".join(
+        f"<tr><th scope=\"row\">{_e(a.model)}</th><td>{_e(a.used_for)}</td>"
+        f"<td>{_e(a.assumes)}</td><td>{_e(a.source)}</td></tr>" for a in report.assumptions)
+    thresholds = "".join(
+        f"<tr><th scope=\"row\"><code>{_e(t['name'])}</code></th><td class=\"n\">"
+        f"{_e(_num(t['value']))}</td><td>{_e(t['signal'])}</td><td>{_e(t['reason'])}</td></tr>"
+        for t in report.thresholds)
+    warnings = ""
+    if report.warnings:
+        warnings = ('<section class="card"><h2>Warnings</h2><ul>'
+                    + "".join(f"<li>{_e(w)}</li>" for w in report.warnings) + "</ul></section>")
+    sev_line = " ".join(f"{_sev(s)} {n}" for s, n in counts.items() if n)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>queuelens capacity report — {_e(report.source)}</title>
+<style>{_CSS}</style>
+<script type="text/javascript">{_plotlyjs()}</script>
+</head><body>
+<header><h1>queuelens capacity report</h1><dl>
+<dt>source</dt><dd id="report-source">{_e(report.source)}</dd>
+<dt>time range</dt><dd>{_e(_range_text(report))}</dd>
+<dt>SLO</dt><dd>{_e(_slo_text(report))}</dd>
+<dt>generated</dt><dd>{_e(_utc(report.generated_at))}</dd>
+</dl></header>
+<main>
+<section class="card" id="fleet-summary"><h2>Fleet summary</h2>
+<p>{len(report.queues)} queues · {sev_line}</p>
+<table><thead><tr><th>queue</th><th>severity</th><th>verdicts</th><th>workers</th>
+<th>recommended</th><th>busy</th><th>utilization</th><th>arrivals /s</th><th>capacity /s</th>
+<th>p95 wait s</th><th>depth</th></tr></thead>
+<tbody>{''.join(summary_rows)}</tbody></table></section>
+{warnings}
+{''.join(sections)}
+<section class="card" id="assumptions"><h2>Model assumptions</h2>
+<table><thead><tr><th>model</th><th>used for</th><th>assumes</th><th>source</th></tr></thead>
+<tbody>{assumptions}</tbody></table>
+<h3>Advisor thresholds</h3>
+<table><thead><tr><th>threshold</th><th>value</th><th>signal</th><th>reason</th></tr></thead>
+<tbody>{thresholds}</tbody></table></section>
+</main></body></html>
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# Dispatch
+# --------------------------------------------------------------------------------------------
+
+
+def render(report: Report, fmt: str, progress: Progress | None = None) -> str:
+    """The report in ``fmt`` (one of :data:`FORMATS`)."""
+    if fmt == "html":
+        return render_html(report, progress)
+    if fmt == "md":
+        return render_markdown(report)
+    if fmt == "json":
+        return render_json(report)
+    if fmt == "csv":
+        return render_csv(report)
+    raise ValueError(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}.")
+
+
+def default_filename(report: Report, fmt: str) -> str:
+    stamp = dt.datetime.fromtimestamp(report.at, tz=dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"queuelens-report-{stamp}.{EXTENSIONS[fmt]}"
+
+
+# --------------------------------------------------------------------------------------------
+# Dashboard export control
+# --------------------------------------------------------------------------------------------
+
+EXPORT_LABELS: Mapping[str, str] = {
+    "html": "HTML", "md": "Markdown", "json": "JSON", "csv": "CSV",
+}
+
+
+def export_control() -> Any:
+    """Format choice (radio items), "Export report" button and download target (nav bar)."""
+    from dash import dcc
+    from dash import html as dhtml
+
+    return dhtml.Div(
+        [
+            dcc.RadioItems(
+                id="export-format",
+                options=[{"label": EXPORT_LABELS[f], "value": f} for f in FORMATS],
+                value="html", inline=True, className="ql-export-format",
+                inputStyle={"marginRight": ".2rem"},
+                labelStyle={"marginRight": ".5rem", "fontSize": ".85rem"},
+            ),
+            dcc.Loading(
+                [dhtml.Button("Export report", id="export-button", n_clicks=0,
+                              className="ql-export-button", title="Download a capacity "
+                              "report of every queue (last 24 h)"),
+                 dhtml.Span(id="export-status", className="ql-export-status",
+                            role="status"),
+                 dcc.Download(id="export-download")],
+                id="export-loading", type="circle", delay_show=150,
+            ),
+        ],
+        className="ql-export", style={"display": "flex", "gap": ".4rem",
+                                      "alignItems": "center"},
+    )
+
+
+def export_payload(source: Source | None, fmt: str, now: float,
+                   window_s: float = DEFAULT_WINDOW_S) -> tuple[dict[str, Any] | None, str]:
+    """(dcc.Download data, status text) of a report of ``source`` at ``now``."""
+    from collectors.errors import CollectorError
+
+    if fmt not in FORMATS:
+        return None, f"Unknown format {fmt!r}."
+    if source is None:
+        return None, "No data source is configured."
+    try:
+        report = build_report(source, now, window_s=window_s)
+    except (CollectorError, ModelInputError) as exc:
+        return None, f"Could not build the report: {exc}"
+    text = render(report, fmt)
+    data = {"content": text, "filename": default_filename(report, fmt), "base64": False,
+            "type": MIME_TYPES[fmt]}
+    return data, f"{len(report.queues)} queues exported."
+
+
+def register_export_callbacks(app: dash.Dash, ctx: AppContext) -> None:
+    """The export button's callback: a normal callback under ``dcc.Loading`` (see README:
+    no background-callback manager is installed; a report takes about a second)."""
+    from dash import Input, Output, State, no_update
+
+    @app.callback(
+        Output("export-download", "data"),
+        Output("export-status", "children"),
+        Input("export-button", "n_clicks"),
+        State("export-format", "value"),
+        prevent_initial_call=True,
+    )
+    def _export(n_clicks: int | None, fmt: str | None) -> tuple[Any, str]:
+        if not n_clicks:
+            return no_update, ""
+        data, status = export_payload(ctx.source, fmt or "html", time.time(), ctx.window_s)
+        return (data if data is not None else no_update), status
