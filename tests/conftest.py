@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-pytest_plugins: list[str] = []
+# Session fixtures shared by every test directory (one backfilled Prometheus per run).
+pytest_plugins: list[str] = ["tests.support.fixtures"]
 
 
 def in_ci() -> bool:

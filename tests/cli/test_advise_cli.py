@@ -12,11 +12,8 @@ from collectors import fleet as fl
 from collectors.demo import DemoSource
 from dashboard.cli import main
 from models.advisor import KINDS, SEVERITIES
-from tests.support.fixtures import backfilled_prometheus
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, WEIRD
-
-__all__ = ["backfilled_prometheus"]
 
 AT_DEMO = fl.EPOCH_S + 40 * 86400 + 14 * 3600
 

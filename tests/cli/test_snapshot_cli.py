@@ -12,11 +12,8 @@ from pathlib import Path
 import pytest
 
 from dashboard.cli import main
-from tests.support.fixtures import backfilled_prometheus
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, TRUTH, WEIRD
-
-__all__ = ["backfilled_prometheus"]
 
 
 def test_json_from_real_prometheus(backfilled_prometheus: PrometheusProcess,

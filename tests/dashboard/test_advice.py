@@ -19,11 +19,8 @@ from collectors.snapshot import PrometheusSource
 from collectors.types import RangeData, Snapshot
 from dashboard.advice import advise_fleet, history_from_range
 from dashboard.cliutil import dump_json
-from tests.support.fixtures import backfilled_prometheus
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, JOB_A, TRUTH, WEIRD
-
-__all__ = ["backfilled_prometheus"]
 
 AT_DEMO = fl.EPOCH_S + 40 * 86400 + 14 * 3600
 

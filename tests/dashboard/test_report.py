@@ -31,11 +31,8 @@ from dashboard.report import (
     md_text,
     render,
 )
-from tests.support.fixtures import backfilled_prometheus
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, START, TRUTH, WINDOW_S, iter_queue_names
-
-__all__ = ["backfilled_prometheus"]
 
 SCRIPT = "<script>alert(1)</script>"
 QUOTE = 'a"b'

@@ -1,10 +1,7 @@
 """Session fixtures: a REAL Prometheus backfilled with the deterministic work-queue scenario.
 
-Use from any conftest.py::
-
-    from tests.support.fixtures import backfilled_prometheus  # noqa: F401  (re-export)
-
-then take ``backfilled_prometheus`` (a :class:`~tests.support.prometheus.PrometheusProcess`
+Registered for the whole suite by ``tests/conftest.py`` (``pytest_plugins``), so every test can
+take ``backfilled_prometheus`` (a :class:`~tests.support.prometheus.PrometheusProcess`
 whose ``url`` answers queries inside ``[START, START + DURATION_S)``); the ground truth is in
 :mod:`tests.support.workqueue_om` (``TRUTH``, ``AT``, ``WINDOW_S`` ...).
 """
