@@ -1,0 +1,394 @@
+"""Key trace (`/keys`): step through a client-go work queue, one operation at a time.
+
+Type a trace (``add A; add A; get; add A; done A; get; done A``) or pick a named example, then
+Step / Back / Play through it. Each position shows the queue (FIFO), the dirty set, the
+processing set, the delayed keys, the failure counts and the model's one-line note; a chart
+shows where every key was after each step so far; a table keeps the steps already taken.
+
+The page state is one JSON dict in a ``dcc.Store``:
+
+    {"trace": "add A; get", "example": None, "position": 1, "error": "",
+     "steps": [{"index": 1, "op": "add A", "time_s": 0.0, "queue": ["A"], "dirty": ["A"],
+                "processing": [], "delayed": [], "failures": [], "shutting_down": False,
+                "note": "A queued"}, ...]}
+
+``position`` 0 is the empty queue before step 1; position k is the state after step k.
+Every state and note comes from :func:`models.keyqueue.run_trace` (client-go's default
+controller rate limiter); a bad trace shows the model's sentence (it names the step) and no
+state. Callbacks are thin: tests call :func:`keys_control` and :func:`keys_render` directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import dash
+from dash import Input, Output, State, dcc, html
+
+from dashboard.context import AppContext, register_page
+from dashboard.figures import (
+    KEY_DELAYED,
+    KEY_DIRTY,
+    KEY_PROCESSING,
+    KEY_PROCESSING_DIRTY,
+    KEY_QUEUED,
+    KEY_REMEMBERED,
+    key_membership_figure,
+)
+from models.errors import ModelInputError
+from models.keyqueue import EXAMPLES, OPERATIONS, example, run_trace
+from models.ratelimit import format_seconds
+
+PATH = "/keys"
+SPEC_TRACE = "add A; add A; get; add A; done A; get; done A"
+"""The seed's trace: coalescing, then a re-add while A is processing."""
+PLAY_INTERVAL_MS = 700
+MAX_TRACE_CHARS = 5000
+"""Longer traces belong in `queuelens lab keys`; the page refuses them with a sentence."""
+
+KeysState = dict[str, Any]
+Point = tuple[int, str, str, bool, str]
+
+
+# --- pure state machine ----------------------------------------------------------------------
+
+def load_trace(text: str | None, example_name: str | None = None) -> KeysState:
+    """Run ``text`` through the key model; position 0. A bad trace gives ``error`` and no
+    steps (the model's sentence names the step)."""
+    trace = (text or "").strip()
+    state: KeysState = {"trace": trace, "example": example_name, "position": 0, "error": "",
+                        "steps": []}
+    if len(trace) > MAX_TRACE_CHARS:
+        state["error"] = (f"The trace is {len(trace)} characters long; the page takes up to "
+                          f"{MAX_TRACE_CHARS}. Use `queuelens lab keys --trace ...` for longer "
+                          "ones.")
+        return state
+    try:
+        steps = run_trace(trace)
+    except ModelInputError as exc:
+        state["error"] = str(exc)
+        return state
+    state["steps"] = [_jsonable(dataclasses.asdict(step)) for step in steps]
+    return state
+
+
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    """Tuples → lists (what a dcc.Store round trip gives back anyway)."""
+    out: dict[str, Any] = {}
+    for name, value in row.items():
+        if isinstance(value, tuple):
+            out[name] = [list(v) if isinstance(v, tuple) else v for v in value]
+        else:
+            out[name] = value
+    return out
+
+
+def keys_control(
+    trigger: str | None,
+    trace_text: str | None,
+    example_name: str | None,
+    state: KeysState | None,
+    playing: bool,
+) -> tuple[str, str | None, KeysState, bool]:
+    """One transition. Returns (trace text, example name, new state, playing).
+
+    ``trigger`` is the id that fired: ``keys-example`` (load that example's trace),
+    ``keys-trace`` (the text changed: run it), ``keys-reset`` (run the text again, back to 0),
+    ``keys-step`` / ``keys-back`` (one step forward / back), ``keys-play`` (toggle; from the
+    last step it starts again at 0) or ``keys-interval`` (Play's tick: one step, pause at the
+    end).
+    """
+    text = trace_text or ""
+    if trigger == "keys-example" and example_name:
+        try:
+            ex = example(example_name)
+        except ModelInputError as exc:
+            bad = load_trace(text)
+            bad["error"] = str(exc)
+            return text, None, bad, False
+        return ex.trace, ex.name, load_trace(ex.trace, ex.name), False
+    if state is None or trigger in ("keys-trace", "keys-reset"):
+        name = example_name if _matches_example(text, example_name) else None
+        return text, name, load_trace(text, name), False
+    steps = len(state["steps"])
+    position = int(state["position"])
+    if trigger == "keys-step":
+        return text, example_name, {**state, "position": min(position + 1, steps)}, playing
+    if trigger == "keys-back":
+        return text, example_name, {**state, "position": max(position - 1, 0)}, False
+    if trigger == "keys-play":
+        if playing or steps == 0:
+            return text, example_name, state, False
+        start = 0 if position >= steps else position
+        return text, example_name, {**state, "position": start}, True
+    if trigger == "keys-interval":
+        if not playing:
+            return text, example_name, state, False
+        nxt = min(position + 1, steps)
+        return text, example_name, {**state, "position": nxt}, nxt < steps
+    return text, example_name, state, playing
+
+
+def _matches_example(text: str, name: str | None) -> bool:
+    return any(e.name == name and e.trace.strip() == text.strip() for e in EXAMPLES)
+
+
+def key_status(row: dict[str, Any]) -> dict[str, tuple[str, bool]]:
+    """Each key's place after one step: (status from figures.KEY_STATUSES, also delayed)."""
+    queue, dirty, processing = set(row["queue"]), set(row["dirty"]), set(row["processing"])
+    delayed = {str(d[0]) for d in row["delayed"]}
+    failed = {str(f[0]) for f in row["failures"] if int(f[1]) > 0}
+    out: dict[str, tuple[str, bool]] = {}
+    for key in sorted(queue | dirty | processing | delayed | failed):
+        if key in queue:
+            status = KEY_QUEUED
+        elif key in processing:
+            status = KEY_PROCESSING_DIRTY if key in dirty else KEY_PROCESSING
+        elif key in dirty:
+            status = KEY_DIRTY
+        elif key in delayed:
+            status = KEY_DELAYED
+        else:
+            status = KEY_REMEMBERED
+        out[key] = (status, key in delayed and status != KEY_DELAYED)
+    return out
+
+
+def membership(steps: list[dict[str, Any]], upto: int) -> tuple[list[str], list[Point]]:
+    """(keys in order of first appearance in the whole trace, chart points up to ``upto``)."""
+    keys: list[str] = []
+    for row in steps:
+        for key in key_status(row):
+            if key not in keys:
+                keys.append(key)
+    points: list[Point] = []
+    for row in steps[:upto]:
+        fails = {str(f[0]): int(f[1]) for f in row["failures"]}
+        ready = {str(d[0]): float(d[1]) for d in row["delayed"]}
+        for key, (status, also_delayed) in key_status(row).items():
+            hover = f"step {row['index']} ({row['op']}): {key} {status}"
+            if key in ready:
+                hover += f"; ready at t={format_seconds(ready[key])}"
+            if fails.get(key):
+                hover += f"; {fails[key]} failure(s) remembered"
+            points.append((int(row["index"]), key, status, also_delayed, hover))
+    return keys, points
+
+
+def keys_render(state: KeysState | None) -> tuple[Any, str, str, Any, Any, str, str]:
+    """(state boxes, note, position text, figure, history table, lesson, error)."""
+    if state is None:
+        return _boxes(None, None), "", "", dash.no_update, html.Div(), "", ""
+    lesson = ""
+    if state.get("example"):
+        try:
+            lesson = "Lesson: " + example(str(state["example"])).lesson
+        except ModelInputError:
+            lesson = ""
+    steps: list[dict[str, Any]] = state["steps"]
+    if state["error"] or not steps:
+        error = state["error"] or "The trace is empty; give operations like 'add A; get; done A'."
+        return _boxes(None, None), "", "no trace loaded", empty_figure(), html.Div(), lesson, error
+    position = max(0, min(int(state["position"]), len(steps)))
+    row = steps[position - 1] if position else None
+    before = steps[position - 2] if position >= 2 else None
+    if row is None:
+        note = f"Empty queue. Step applies step 1: {steps[0]['op']}."
+        where = f"step 0 of {len(steps)} (start)"
+    else:
+        note = str(row["note"])
+        where = f"step {position} of {len(steps)}: {row['op']}"
+    keys, points = membership(steps, position)
+    labels = ["start"] + [f"{s['index']}: {s['op']}" for s in steps]
+    fig = key_membership_figure(points, keys, labels, current_step=position)
+    return (_boxes(row, before), note, where, fig, _history(steps, position), lesson, "")
+
+
+def empty_figure() -> Any:
+    return key_membership_figure([], [], ["start"], current_step=0)
+
+
+# --- presentation ------------------------------------------------------------------------------
+
+def _chips(items: list[str], previous: list[str] | None) -> list[Any]:
+    if not items:
+        return [html.Span("empty", className="ql-muted")]
+    old = set(previous or [])
+    return [html.Span(item, className="ql-chip" + ("" if item in old else " ql-chip-new"))
+            for item in items]
+
+
+def _boxes(row: dict[str, Any] | None, before: dict[str, Any] | None) -> html.Div:
+    def field(name: str, r: dict[str, Any] | None) -> list[str]:
+        if r is None:
+            return []
+        if name == "delayed":
+            return [f"{d[0]} @ t={format_seconds(float(d[1]))}" for d in r["delayed"]]
+        if name == "failures":
+            return [f"{f[0]} ×{int(f[1])}" for f in r["failures"]]
+        return [str(k) for k in r[name]]
+
+    boxes = []
+    titles = (("queue", "queue (FIFO, head first)"), ("dirty", "dirty (needs processing)"),
+              ("processing", "processing (held by a worker)"),
+              ("delayed", "delayed (add_after, ready at)"),
+              ("failures", "failures (rate limiter memory)"))
+    first = before is None and row is not None
+    for name, title in titles:
+        previous = [] if first else field(name, before)
+        boxes.append(html.Div(
+            [html.Div(title, className="ql-box-title"),
+             html.Div(_chips(field(name, row), previous), id=f"keys-{name}",
+                      className="ql-box-body")],
+            className="ql-box",
+        ))
+    clock = "t = " + format_seconds(float(row["time_s"])) if row is not None else "t = 0s"
+    if row is not None and row["shutting_down"]:
+        clock += " · shutting down"
+    return html.Div([html.Div(boxes, className="ql-boxes"),
+                     html.Div(clock, id="keys-clock", className="ql-note")])
+
+
+def _history(steps: list[dict[str, Any]], position: int) -> html.Table:
+    def keys(items: list[Any]) -> str:
+        return " ".join(str(k) for k in items) or "·"
+
+    head = html.Tr([html.Th(c) for c in ("step", "operation", "queue", "dirty", "processing",
+                                          "delayed", "failures", "note")])
+    rows = []
+    for row in steps[:position]:
+        delayed = " ".join(f"{d[0]}@{format_seconds(float(d[1]))}" for d in row["delayed"])
+        fails = " ".join(f"{f[0]}:{int(f[1])}" for f in row["failures"])
+        rows.append(html.Tr(
+            [html.Td(str(row["index"])), html.Td(str(row["op"])), html.Td(keys(row["queue"])),
+             html.Td(keys(row["dirty"])), html.Td(keys(row["processing"])),
+             html.Td(delayed or "·"), html.Td(fails or "·"), html.Td(str(row["note"]))],
+            className="ql-current" if row["index"] == position else "",
+        ))
+    return html.Table([html.Thead(head), html.Tbody(rows)], className="ql-table")
+
+
+def layout(**_kwargs: object) -> html.Div:
+    first = EXAMPLES[0]
+    start = load_trace(first.trace, first.name)
+    options = [{"label": f"{e.title}", "value": e.name} for e in EXAMPLES]
+    return html.Div(
+        [
+            html.H1("Key trace: what does the work queue do with each key?"),
+            html.P(
+                "client-go's work queue coalesces keys: a key already waiting (dirty) is not "
+                "queued twice, a key being processed is marked dirty and queued again only at "
+                "done, and a failing key waits for the rate limiter (5 ms doubling to 1000 s, "
+                "max with a 10 qps / burst 100 bucket). Type a trace or pick an example, then "
+                "Step through it.",
+                className="ql-muted",
+            ),
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            html.Div(
+                                [html.Label("example trace", htmlFor="keys-example"),
+                                 dcc.Dropdown(id="keys-example", options=options,
+                                              value=first.name,
+                                              placeholder="pick an example…", clearable=True,
+                                              searchable=False)],
+                                className="ql-field",
+                            ),
+                            html.Div(
+                                [html.Label("trace (operations separated by ';' — Enter runs it)",
+                                            htmlFor="keys-trace"),
+                                 dcc.Input(id="keys-trace", type="text", value=first.trace,
+                                           debounce=True, spellCheck=False,
+                                           className="ql-trace-input")],
+                                className="ql-field",
+                            ),
+                            html.Div("operations: " + ", ".join(OPERATIONS),
+                                     className="ql-note"),
+                            html.Div(
+                                [
+                                    html.Button("Reset", id="keys-reset", n_clicks=0,
+                                                className="ql-button secondary"),
+                                    html.Button("Back", id="keys-back", n_clicks=0,
+                                                className="ql-button secondary"),
+                                    html.Button("Step", id="keys-step", n_clicks=0,
+                                                className="ql-button"),
+                                    html.Button("Play", id="keys-play", n_clicks=0,
+                                                className="ql-button"),
+                                ],
+                                className="ql-buttons",
+                            ),
+                            html.Div(id="keys-error", className="ql-error", role="alert"),
+                            html.Div(id="keys-position", className="ql-readout ql-value"),
+                            html.Div(id="keys-note", className="ql-readout ql-keys-note",
+                                     role="status"),
+                            html.Div(id="keys-state", children=_boxes(None, None)),
+                            html.P(id="keys-lesson", className="ql-note"),
+                        ],
+                        className="ql-col ql-panel",
+                    ),
+                    html.Div(
+                        dcc.Graph(id="keys-graph", config={"displaylogo": False},
+                                  style={"height": "460px"}),
+                        className="ql-col-wide ql-card",
+                    ),
+                ],
+                className="ql-row",
+            ),
+            html.H2("Steps taken"),
+            html.Div(id="keys-table", className="ql-card ql-table-wrap"),
+            dcc.Store(id="keys-store", data=start),
+            dcc.Store(id="keys-playing", data=False),
+            dcc.Interval(id="keys-interval", interval=PLAY_INTERVAL_MS, disabled=True),
+        ]
+    )
+
+
+def register(app: dash.Dash, ctx: AppContext) -> None:
+    """Register the page (path ``/keys``) and its callbacks on ``app``."""
+    del ctx  # the key trace needs no data source
+    register_page(__name__, path=PATH, name="Key trace", title="Key trace · queuelens",
+                  order=4, layout=layout)
+
+    @app.callback(
+        Output("keys-trace", "value"),
+        Output("keys-example", "value"),
+        Output("keys-store", "data"),
+        Output("keys-playing", "data"),
+        Output("keys-interval", "disabled"),
+        Output("keys-play", "children"),
+        Input("keys-example", "value"),
+        Input("keys-trace", "value"),
+        Input("keys-reset", "n_clicks"),
+        Input("keys-step", "n_clicks"),
+        Input("keys-back", "n_clicks"),
+        Input("keys-play", "n_clicks"),
+        Input("keys-interval", "n_intervals"),
+        State("keys-store", "data"),
+        State("keys-playing", "data"),
+        prevent_initial_call=True,
+    )
+    def _control(
+        example_name: str | None, text: str | None, _r: int, _s: int, _b: int, _p: int,
+        _i: int, state: KeysState | None, playing: bool | None,
+    ) -> tuple[str, str | None, KeysState, bool, bool, str]:
+        trigger = dash.ctx.triggered_id
+        new_text, name, new, play = keys_control(
+            trigger if isinstance(trigger, str) else None, text, example_name, state,
+            bool(playing),
+        )
+        return new_text, name, new, play, not play, "Pause" if play else "Play"
+
+    @app.callback(
+        Output("keys-state", "children"),
+        Output("keys-note", "children"),
+        Output("keys-position", "children"),
+        Output("keys-graph", "figure"),
+        Output("keys-table", "children"),
+        Output("keys-lesson", "children"),
+        Output("keys-error", "children"),
+        Input("keys-store", "data"),
+    )
+    def _render(state: KeysState | None) -> tuple[Any, str, str, Any, Any, str, str]:
+        return keys_render(state)
