@@ -25,8 +25,9 @@ from collectors.cache import CachedSource
 from collectors.config import QueuelensConfig
 from collectors.types import Source
 from dashboard.context import AppContext
+from dashboard.report import export_control, register_export_callbacks
 
-PAGE_MODULES: tuple[str, ...] = ("overview", "queue", "whatif", "lab")
+PAGE_MODULES: tuple[str, ...] = ("overview", "queue", "whatif", "lab", "keys", "retries")
 """Modules in dashboard/pages/, each with ``register(app, ctx)``; registration order."""
 
 ENV_PROMETHEUS_URL = "QUEUELENS_PROMETHEUS_URL"
@@ -99,6 +100,7 @@ def build_dash_app(
 
     app.layout = _shell(ctx)
     _register_shell_callbacks(app, ctx)
+    register_export_callbacks(app, ctx)
     _register_health(server, ctx)
     return app
 
@@ -125,13 +127,16 @@ def _shell(ctx: AppContext) -> html.Div:
         dcc.Link("Fleet", href="/", id="nav-overview"),
         dcc.Link("What-if", href="/whatif", id="nav-whatif"),
         dcc.Link("Queue lab", href="/lab", id="nav-lab"),
+        dcc.Link("Key trace", href="/keys", id="nav-keys"),
+        dcc.Link("Retry storm", href="/retries", id="nav-retries"),
     ]
     return html.Div(
         [
             html.Nav(
                 [html.Span("queuelens", className="ql-brand"), *links,
                  html.Span(f"source: {ctx.source_name}", id="nav-source",
-                           className="ql-source")],
+                           className="ql-source"),
+                 export_control()],
                 className="ql-nav",
             ),
             html.Div(id="stale-banner", className="ql-banner", role="status"),

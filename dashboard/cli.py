@@ -15,8 +15,16 @@ from dashboard.cliutil import EXIT_PROMETHEUS, EXIT_USAGE, CliError, OneLinePars
 
 # Sub-command modules in dashboard/commands/, in the order `--help` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
+    "serve",
+    "snapshot",
+    "advise",
+    "report",
     "whatif",
     "lab",
+    "rules",
+    "simulate",
+    "retries",
+    "exporter",
 )
 
 

@@ -8,9 +8,11 @@ renders a subset of HTML (``<b>``, ``<a href>``...) in trace names, hover text a
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
@@ -112,10 +114,635 @@ def format_number(value: float, digits: int = 3) -> str:
     rounded = round(value, digits)
     if rounded == 0:
         return "0"
-    text = f"{rounded:.{digits}f}".rstrip("0").rstrip(".")
-    return text
+    text = f"{rounded:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _same_length(what: str, xs: Sequence[float], ys: Sequence[float]) -> None:
     if len(xs) != len(ys):
         raise ValueError(f"{what}: {len(xs)} times but {len(ys)} values.")
+
+
+# --- time series (queue detail page) ----------------------------------------------------------
+
+Series = tuple[Sequence[float], Sequence[float]]
+"""(unix seconds, values) of one signal; missing points are absent (never NaN or 0)."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One trace of a time-series chart."""
+
+    name: str
+    series: Series
+    color: str = BLUE
+    dash: str = "solid"
+    width: float = 2.0
+    fill: bool = False
+
+
+def series_points(series: Series, step_s: float) -> tuple[list[dt.datetime], list[float | None]]:
+    """Plotly x/y lists for ``series``: times as UTC datetimes; a gap longer than 1.5 steps
+    (missing samples) gets a ``None`` so the line breaks there instead of bridging it, and a
+    non-finite value becomes ``None`` (never plotted, never 0)."""
+    ts, vs = series
+    _same_length("series", ts, vs)
+    xs: list[dt.datetime] = []
+    ys: list[float | None] = []
+    prev: float | None = None
+    for t, v in sorted(zip(ts, vs, strict=True), key=lambda p: p[0]):
+        t = float(t)
+        if prev is not None and t - prev > 1.5 * step_s:
+            xs.append(_utc(prev + step_s))
+            ys.append(None)
+        xs.append(_utc(t))
+        value = float(v)
+        ys.append(value if math.isfinite(value) else None)
+        prev = t
+    return xs, ys
+
+
+def _utc(unix_s: float) -> dt.datetime:
+    """Naive UTC datetime (plotly.js date axes have no time zones)."""
+    return dt.datetime.fromtimestamp(unix_s, tz=dt.UTC).replace(tzinfo=None)
+
+
+def no_data_figure(title: str, message: str = "no data") -> go.Figure:
+    """A titled empty chart that says why it is empty (instead of an axis of zeros)."""
+    fig = base_figure(title, "", "")
+    fig.add_annotation(text=plotly_text(message), x=0.5, y=0.5, xref="paper", yref="paper",
+                       showarrow=False, font={"size": 15, "color": GREY})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig
+
+
+def time_series_figure(
+    title: str,
+    y_title: str,
+    lines: Sequence[Line],
+    step_s: float,
+    *,
+    log_y: bool = False,
+    now: float | None = None,
+) -> go.Figure:
+    """Lines over UTC time. Lines without points are left out; no line at all → "no data".
+
+    ``now`` (unix s) draws a thin vertical "now" marker (useful with projections)."""
+    drawn = [line for line in lines if len(line.series[0]) > 0]
+    if not drawn:
+        return no_data_figure(title, "no data for this range")
+    fig = base_figure(title, "time (UTC)", y_title)
+    for line in drawn:
+        xs, ys = series_points(line.series, step_s)
+        fig.add_trace(go.Scatter(
+            x=xs, y=ys, mode="lines", name=plotly_text(line.name), connectgaps=False,
+            line={"color": line.color, "width": line.width, "dash": line.dash},
+            fill="tozeroy" if line.fill else None,
+            hovertemplate="%{y:.4g}<extra>" + plotly_text(line.name) + "</extra>",
+        ))
+    _legend_below(fig)
+    if log_y:
+        fig.update_yaxes(type="log", rangemode="normal")
+    if now is not None:
+        fig.add_vline(x=_utc(now), line={"color": GREY, "width": 1, "dash": "dot"})
+    return fig
+
+
+def depth_figure(
+    depth: Series, step_s: float, projection: Series | None = None, now: float | None = None
+) -> go.Figure:
+    """Queue depth (items) with the fluid projection of the backlog from now (dashed)."""
+    lines = [Line("depth (items waiting)", depth, BLUE, fill=True)]
+    if projection is not None and len(projection[0]) > 0:
+        lines.append(Line("fluid projection: max(0, q + (λ − c·μ)·t)", projection, ORANGE,
+                          "dash", 2.5))
+    return time_series_figure("Is the backlog growing or clearing?", "depth (items)", lines,
+                              step_s, now=now if projection is not None else None)
+
+
+def rates_figure(
+    arrival: Series, throughput: Series, capacity: Series, step_s: float
+) -> go.Figure:
+    """Arrival rate vs throughput vs capacity c·μ on one chart (items/s)."""
+    return time_series_figure(
+        "Is work arriving faster than it can be done?",
+        "rate (items/s)",
+        [Line("arrivals λ (adds/s)", arrival, ORANGE),
+         Line("throughput (completed/s)", throughput, BLUE),
+         Line("capacity c·μ = workers ÷ mean work time", capacity, GREEN, "dash")],
+        step_s,
+    )
+
+
+def durations_figure(
+    queue_wait: Mapping[str, Series], work: Mapping[str, Series], step_s: float
+) -> go.Figure:
+    """Queue wait and work duration quantiles (seconds, log scale); keys like 'p95'."""
+    shades = {"p50": 1.2, "p95": 2.2, "p99": 1.2}
+    dashes = {"p50": "dot", "p95": "solid", "p99": "dash"}
+    lines = [Line(f"queue wait {k}", s, VERMILLION, dashes.get(k, "solid"), shades.get(k, 1.5))
+             for k, s in queue_wait.items()]
+    lines += [Line(f"work {k}", s, BLUE, dashes.get(k, "solid"), shades.get(k, 1.5))
+              for k, s in work.items()]
+    return time_series_figure("How long do items wait, and how long does work take?",
+                              "duration (s, log scale)", lines, step_s, log_y=True)
+
+
+def workers_figure(busy: Series, workers: Series, step_s: float) -> go.Figure:
+    """Time-average busy workers vs the worker count c."""
+    return time_series_figure(
+        "Are the workers saturated?", "workers",
+        [Line("busy workers (time average)", busy, BLUE, fill=True),
+         Line("max workers c", workers, GREY, "dash")],
+        step_s,
+    )
+
+
+def retries_errors_figure(retries: Series, errors: Series, step_s: float) -> go.Figure:
+    """Retries (delayed re-adds) and reconcile errors per second."""
+    return time_series_figure(
+        "Are reconciles failing and retrying?", "events per second (1/s)",
+        [Line("retries/s (workqueue_retries_total)", retries, ORANGE),
+         Line("errors/s", errors, VERMILLION)],
+        step_s,
+    )
+
+
+API_CLASS_COLORS = {"2xx": GREEN, "4xx": PURPLE, "409": ORANGE, "429": VERMILLION, "5xx": GREY}
+
+
+def api_calls_figure(by_class: Mapping[str, Series], step_s: float) -> go.Figure:
+    """Kubernetes API requests per second of the process, by response code class."""
+    lines = [Line(f"{cls} responses", s, API_CLASS_COLORS.get(cls, SKY))
+             for cls, s in by_class.items()]
+    return time_series_figure("Which API responses does this controller's process get?",
+                              "API requests per second (1/s)", lines, step_s)
+
+
+def effects_figure(effects_per_reconcile: Series, step_s: float) -> go.Figure:
+    """External effects (writes to outside systems) per completed reconcile."""
+    return time_series_figure(
+        "How many external effects does each reconcile cause?",
+        "external effects per reconcile",
+        [Line("external effects ÷ completed reconciles", effects_per_reconcile, PURPLE)],
+        step_s,
+    )
+
+
+# --- what-if --------------------------------------------------------------------------------
+
+def _none_if_nonfinite(values: Sequence[float | None]) -> list[float | None]:
+    out: list[float | None] = []
+    for v in values:
+        out.append(None if v is None or not math.isfinite(v) else float(v))
+    return out
+
+
+def whatif_wait_figure(
+    workers: Sequence[int],
+    wait_mean_s: Sequence[float | None],
+    wait_p95_s: Sequence[float | None],
+    utilization: Sequence[float],
+    *,
+    slo_s: float | None = None,
+    recommended: int | None = None,
+) -> go.Figure:
+    """Mean and p95 wait (left axis, seconds) and utilization (right axis, %) per worker
+    count. Unstable worker counts have no wait (None): the line stops there."""
+    fig = base_figure("How long will items wait with c workers?", "workers c",
+                      "wait in queue (s)")
+    xs = list(workers)
+    fig.add_trace(go.Scatter(x=xs, y=_none_if_nonfinite(wait_mean_s), name="mean wait",
+                             mode="lines+markers", line={"color": BLUE, "width": 2.5},
+                             hovertemplate="mean %{y:.4g} s<extra></extra>"))
+    fig.add_trace(go.Scatter(x=xs, y=_none_if_nonfinite(wait_p95_s), name="p95 wait",
+                             mode="lines+markers", line={"color": VERMILLION, "width": 2},
+                             hovertemplate="p95 %{y:.4g} s<extra></extra>"))
+    fig.add_trace(go.Scatter(x=xs, y=[100.0 * u for u in utilization],
+                             name="utilization (right axis)", yaxis="y2", mode="lines",
+                             line={"color": GREY, "dash": "dot"},
+                             hovertemplate="utilization %{y:.1f}%<extra></extra>"))
+    fig.update_layout(yaxis2={"title": {"text": "utilization λ/(c·μ) (%)"}, "overlaying": "y",
+                              "side": "right", "rangemode": "tozero", "showgrid": False})
+    _legend_below(fig)
+    fig.update_layout(margin={"r": 72})
+    if slo_s is not None:
+        fig.add_hline(y=slo_s, line={"color": GREEN, "dash": "dash"},
+                      annotation_text=f"SLO {format_number(slo_s, 4)} s",
+                      annotation_position="top left", annotation_font_color=GREEN)
+    _mark_recommended(fig, recommended)
+    return fig
+
+
+def whatif_slo_figure(
+    workers: Sequence[int],
+    p_over_slo: Sequence[float | None],
+    *,
+    slo_s: float,
+    target: float | None = None,
+    recommended: int | None = None,
+) -> go.Figure:
+    """P(wait > SLO) per worker count (0–1); ``target`` (e.g. 0.05 for a p95 SLO) dashed."""
+    fig = base_figure(f"How likely is a wait over the SLO ({format_number(slo_s, 4)} s)?",
+                      "workers c", "P(wait > SLO) (probability)")
+    fig.add_trace(go.Scatter(x=list(workers), y=_none_if_nonfinite(p_over_slo),
+                             name="P(wait > SLO)", mode="lines+markers",
+                             line={"color": VERMILLION, "width": 2.5},
+                             hovertemplate="P = %{y:.3g}<extra></extra>"))
+    _legend_below(fig)
+    fig.update_yaxes(range=[0, 1.02])
+    if target is not None:
+        fig.add_hline(y=target, line={"color": GREEN, "dash": "dash"},
+                      annotation_text=f"target ≤ {format_number(target, 4)}",
+                      annotation_position="top right", annotation_font_color=GREEN)
+    _mark_recommended(fig, recommended)
+    return fig
+
+
+def whatif_throughput_figure(
+    workers: Sequence[int],
+    capacity_per_s: Sequence[float],
+    throughput_per_s: Sequence[float],
+    arrival_rate_per_s: float,
+    *,
+    contention: bool,
+    recommended: int | None = None,
+) -> go.Figure:
+    """Capacity c·μ_c (USL contention when given) and the throughput the queue would reach,
+    against the arrival rate λ (items/s)."""
+    title = ("Does adding workers add throughput (with contention)?" if contention
+             else "Does adding workers add throughput? (no contention assumed)")
+    fig = base_figure(title, "workers c", "items per second (1/s)")
+    xs = list(workers)
+    fig.add_trace(go.Scatter(x=xs, y=list(capacity_per_s), name="capacity c·μ_c",
+                             mode="lines+markers", line={"color": GREEN, "width": 2.5},
+                             hovertemplate="capacity %{y:.4g}/s<extra></extra>"))
+    fig.add_trace(go.Scatter(x=xs, y=list(throughput_per_s), name="throughput",
+                             mode="lines", line={"color": BLUE, "width": 2},
+                             hovertemplate="throughput %{y:.4g}/s<extra></extra>"))
+    _legend_below(fig)
+    fig.add_hline(y=arrival_rate_per_s, line={"color": ORANGE, "dash": "dash"},
+                  annotation_text=f"arrivals λ = {format_number(arrival_rate_per_s)}/s",
+                  annotation_position="bottom right", annotation_font_color=ORANGE)
+    _mark_recommended(fig, recommended)
+    return fig
+
+
+def _mark_recommended(fig: go.Figure, recommended: int | None) -> None:
+    if recommended is not None:
+        fig.add_vline(x=recommended, line={"color": GREEN, "width": 1.5, "dash": "dot"},
+                      annotation_text=f"recommended c = {recommended}",
+                      annotation_position="top", annotation_font_color=GREEN)
+
+
+# --- sparkline --------------------------------------------------------------------------------
+
+SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline_text(values: Sequence[float | None], width: int = 24) -> str:
+    """A unicode block sparkline of ``values`` scaled from 0 to their maximum.
+
+    ``values`` are bucketed into ``width`` cells (each cell shows its bucket's largest value);
+    a bucket with no finite value is a blank, never a zero bar. All missing → ''."""
+    if width < 1:
+        raise ValueError(f"width must be at least 1, got {width}.")
+    finite = [v if v is not None and math.isfinite(v) else None for v in values]
+    if not any(v is not None for v in finite):
+        return ""
+    n = len(finite)
+    cells = min(width, n)
+    buckets: list[float | None] = []
+    for i in range(cells):
+        part = [v for v in finite[i * n // cells:(i + 1) * n // cells] if v is not None]
+        buckets.append(max(part) if part else None)
+    top = max(b for b in buckets if b is not None)
+    out = []
+    for b in buckets:
+        if b is None:
+            out.append(" ")
+        elif top <= 0:
+            out.append(SPARK_BLOCKS[0])
+        else:
+            level = round(max(b, 0.0) / top * (len(SPARK_BLOCKS) - 1))
+            out.append(SPARK_BLOCKS[level])
+    return "".join(out)
+
+
+# --- key trace and retry storm (dashboard/pages/keys.py, dashboard/pages/retries.py) ---------
+
+KEY_QUEUED = "queued"
+KEY_PROCESSING = "processing"
+KEY_PROCESSING_DIRTY = "processing, re-added (dirty: queued again at done)"
+KEY_DIRTY = "dirty"
+KEY_DELAYED = "delayed (waiting in add_after)"
+KEY_REMEMBERED = "idle, failure count remembered"
+KEY_STATUSES: tuple[str, ...] = (
+    KEY_QUEUED, KEY_PROCESSING, KEY_PROCESSING_DIRTY, KEY_DIRTY, KEY_DELAYED, KEY_REMEMBERED,
+)
+"""Where a key can be after a trace step; one marker per key and step in
+:func:`key_membership_figure` (a key that is also delayed gets a sky-blue ring)."""
+
+_KEY_STYLE: dict[str, tuple[str, str]] = {
+    KEY_QUEUED: (BLUE, "square"),
+    KEY_PROCESSING: (ORANGE, "circle"),
+    KEY_PROCESSING_DIRTY: (VERMILLION, "diamond"),
+    KEY_DIRTY: (PURPLE, "triangle-up"),
+    KEY_DELAYED: (SKY, "hourglass"),
+    KEY_REMEMBERED: (GREY, "x-thin-open"),
+}
+
+
+def key_membership_figure(
+    points: Sequence[tuple[int, str, str, bool, str]],
+    keys: Sequence[str],
+    step_labels: Sequence[str],
+    *,
+    current_step: int,
+) -> go.Figure:
+    """Where each key is after each trace step: one row per key, one column per step.
+
+    ``points`` are ``(step, key, status, also_delayed, hover)`` with ``status`` from
+    :data:`KEY_STATUSES`; ``step_labels[i]`` names step i (0 = the empty start); the current
+    step gets a dotted vertical line. The x range always covers the whole trace, so the
+    markers fill in as the trace is stepped through.
+    """
+    unknown = sorted({p[2] for p in points} - set(KEY_STATUSES))
+    if unknown:
+        raise ValueError(f"unknown key status {unknown[0]!r}; use one of KEY_STATUSES.")
+    if not 0 <= current_step < max(1, len(step_labels)):
+        raise ValueError(f"current step {current_step} is outside 0..{len(step_labels) - 1}.")
+    fig = base_figure(
+        "Where is each key after each step?",
+        "trace step (operation number; 0 = empty queue)",
+        "key",
+    )
+    for status in KEY_STATUSES:
+        mine = [p for p in points if p[2] == status]
+        if not mine:
+            continue
+        color, symbol = _KEY_STYLE[status]
+        fig.add_trace(
+            go.Scatter(
+                x=[p[0] for p in mine],
+                y=[plotly_text(p[1]) for p in mine],
+                mode="markers",
+                name=status,
+                marker={
+                    "size": 18,
+                    "color": color,
+                    "symbol": symbol,
+                    "line": {
+                        "color": [SKY if p[3] else "#ffffff" for p in mine],
+                        "width": [4 if p[3] else 1 for p in mine],
+                    },
+                },
+                text=[plotly_text(p[4]) for p in mine],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    n = len(step_labels)
+    short = n <= 16
+    fig.update_xaxes(
+        range=[-0.5, max(n - 1, 1) + 0.5],
+        tickvals=list(range(n)),
+        ticktext=[plotly_text(label) if short else str(i) for i, label in enumerate(step_labels)],
+        tickangle=-35 if short else 0,
+        zeroline=False,
+    )
+    fig.update_yaxes(
+        type="category",
+        categoryorder="array",
+        categoryarray=[plotly_text(k) for k in keys],
+        autorange="reversed",
+        rangemode="normal",
+    )
+    fig.add_vline(x=current_step, line={"color": GREY, "width": 1.5, "dash": "dot"})
+    fig.update_layout(hovermode="closest", showlegend=True,
+                      legend={"orientation": "h", "y": -0.35, "yanchor": "top", "x": 0,
+                              "xanchor": "left"},
+                      margin={"l": 64, "r": 24, "t": 56, "b": 120})
+    return fig
+
+
+def retry_rate_figure(
+    t_s: Sequence[float],
+    series: Sequence[tuple[str, Sequence[float]]],
+    *,
+    outage_s: float,
+    dependency_limit_per_s: float | None = None,
+    highlight: str | None = None,
+) -> go.Figure:
+    """Retry requests per second the dependency sees over time, one line per policy variant.
+
+    ``t_s`` are bin starts (s since the outage began); the outage is shaded; the dependency's
+    limit (if given) is a dashed horizontal line; the ``highlight`` variant is drawn thicker.
+    The rate axis is logarithmic (the first retries of a storm come milliseconds apart and
+    outnumber the later ones by orders of magnitude); empty bins are gaps.
+    """
+    colors = (GREY, ORANGE, BLUE, GREEN, PURPLE, VERMILLION)
+    fig = base_figure(
+        "Do the retries exceed what the dependency can take?",
+        "time since the dependency went down (s)",
+        "retry requests (requests/s, log scale)",
+    )
+    for i, (name, rates) in enumerate(series):
+        _same_length(name, t_s, rates)
+        chosen = name == highlight
+        fig.add_trace(
+            go.Scatter(
+                x=list(t_s),
+                # empty bins are gaps (a log axis has no zero), isolated spikes stay visible
+                y=[r if r > 0 and math.isfinite(r) else None for r in rates],
+                mode="lines+markers",
+                marker={"size": 4 if chosen else 3},
+                connectgaps=False,
+                name=plotly_text(name + (" (your policy)" if chosen else "")),
+                line={"color": colors[i % len(colors)], "width": 3.0 if chosen else 1.5,
+                      "shape": "hv"},
+                opacity=1.0 if chosen or highlight is None else 0.75,
+                hovertemplate=plotly_text(name) + ": %{y:.4g} req/s<extra></extra>",
+            )
+        )
+    if math.isfinite(outage_s) and outage_s > 0:
+        fig.add_vrect(x0=0, x1=outage_s, fillcolor=VERMILLION, opacity=0.08, line_width=0,
+                      annotation_text="dependency down", annotation_position="top left")
+    if (dependency_limit_per_s is not None and math.isfinite(dependency_limit_per_s)
+            and dependency_limit_per_s > 0 and len(t_s)):
+        # a trace, not add_hline: annotations on a log axis take log10 coordinates
+        fig.add_trace(go.Scatter(
+            x=[min(t_s), max(t_s)],
+            y=[dependency_limit_per_s] * 2,
+            mode="lines",
+            name=f"dependency limit {format_number(dependency_limit_per_s)} req/s",
+            line={"color": VERMILLION, "width": 1.5, "dash": "dash"},
+            hoverinfo="skip",
+        ))
+    fig.update_xaxes(rangemode="tozero")
+    fig.update_yaxes(type="log", rangemode="normal", dtick=1)
+    _legend_below(fig)
+    return fig
+
+
+def retry_lag_figure(
+    variants: Sequence[str],
+    p50_s: Sequence[float | None],
+    p99_s: Sequence[float | None],
+    max_s: Sequence[float | None],
+) -> go.Figure:
+    """Time from the dependency's recovery until each key's next attempt, per variant:
+    median, p99 and the last key (grouped bars; a missing value is left out, not zero)."""
+    for what, values in (("p50", p50_s), ("p99", p99_s), ("max", max_s)):
+        if len(values) != len(variants):
+            raise ValueError(f"{what}: {len(values)} values for {len(variants)} variants.")
+    fig = base_figure(
+        "After the dependency recovers, how long until each key tries again?",
+        "retry policy",
+        "recovery → next attempt (s)",
+    )
+    names = [plotly_text(v) for v in variants]
+    for label, values, color in (("median key", p50_s, SKY), ("p99 key", p99_s, BLUE),
+                                 ("last key", max_s, VERMILLION)):
+        fig.add_trace(
+            go.Bar(
+                x=names,
+                y=[_finite_or_none(v) for v in values],
+                name=label,
+                marker_color=color,
+                hovertemplate=label + ": %{y:.4g} s<extra></extra>",
+            )
+        )
+    fig.update_layout(barmode="group", hovermode="closest")
+    return fig
+
+
+def backoff_penalty_figure(
+    failures: Sequence[int],
+    delay_s: Sequence[float],
+    marks: Sequence[tuple[str, int, float]],
+    *,
+    base_s: float,
+) -> go.Figure:
+    """The per-key backoff schedule min(cap, base·2^n) against the failure count n, with a
+    marker where each variant's median key was left by the storm: without Forget its next,
+    unrelated failure waits that long instead of ``base_s`` (log-scale delay axis)."""
+    _same_length("schedule", failures, delay_s)
+    fig = base_figure(
+        "Without Forget, how long is a key's next unrelated failure delayed?",
+        "failures remembered for the key (count n)",
+        "retry delay (s, log scale)",
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=list(failures),
+            y=list(delay_s),
+            mode="lines+markers",
+            name="min(cap, base·2ⁿ)",
+            line={"color": GREY, "width": 1.5, "shape": "hv"},
+            marker={"size": 5, "color": GREY},
+            hovertemplate="n = %{x}: %{y:.4g} s<extra></extra>",
+        )
+    )
+    colors = (ORANGE, BLUE, GREEN, PURPLE, VERMILLION, SKY)
+    for i, (name, n, delay) in enumerate(marks):
+        fig.add_trace(
+            go.Scatter(
+                x=[n],
+                y=[delay],
+                mode="markers",
+                name=plotly_text(f"{name}: n = {n} → {format_number(delay)} s"),
+                marker={"size": 13, "color": colors[i % len(colors)], "symbol": "diamond",
+                        "line": {"color": "#ffffff", "width": 1}},
+                hovertemplate=plotly_text(name) + ": %{y:.4g} s<extra></extra>",
+            )
+        )
+    if math.isfinite(base_s) and base_s > 0 and len(failures):
+        fig.add_trace(go.Scatter(
+            x=[min(failures), max(failures)],
+            y=[base_s, base_s],
+            mode="lines",
+            name=f"with Forget: base {format_number(base_s)} s",
+            line={"color": GREEN, "width": 1.5, "dash": "dot"},
+            hoverinfo="skip",
+        ))
+    fig.update_yaxes(type="log", rangemode="normal", dtick=1)
+    fig.update_layout(hovermode="closest")
+    _legend_below(fig)
+    return fig
+
+
+HEALTHY_BASELINE = "without the storm"
+"""The first category of :func:`healthy_wait_figure`: the healthy traffic alone."""
+
+
+def healthy_wait_figure(
+    variants: Sequence[str],
+    mean_s: Sequence[float | None],
+    p99_s: Sequence[float | None],
+    *,
+    baseline_mean_s: float | None,
+    baseline_p99_s: float | None,
+) -> go.Figure:
+    """Queue wait of healthy keys that share the workers with the storm, per variant (mean and
+    p99 bars), after a first pair of bars for the same traffic without the storm; log-scale
+    wait."""
+    for what, values in (("mean", mean_s), ("p99", p99_s)):
+        if len(values) != len(variants):
+            raise ValueError(f"{what}: {len(values)} values for {len(variants)} variants.")
+    variants = [HEALTHY_BASELINE, *variants]
+    mean_s = [baseline_mean_s, *mean_s]
+    p99_s = [baseline_p99_s, *p99_s]
+    fig = base_figure(
+        "How long do healthy keys wait behind the retry storm?",
+        "retry policy",
+        "queue wait (s, log scale)",
+    )
+    names = [plotly_text(v) for v in variants]
+    for label, values, color in (("mean wait", mean_s, BLUE), ("p99 wait", p99_s, VERMILLION)):
+        fig.add_trace(
+            go.Bar(
+                x=names,
+                y=[_finite_or_none(v) for v in values],
+                name=label,
+                marker_color=color,
+                hovertemplate=label + ": %{y:.4g} s<extra></extra>",
+            )
+        )
+    fig.update_yaxes(type="log", rangemode="normal", dtick=1)
+    fig.update_layout(barmode="group", hovermode="closest")
+    _legend_below(fig)
+    return fig
+
+
+def _legend_below(fig: go.Figure) -> None:
+    """Long legends go under the plot, where they cannot cover the title."""
+    fig.update_layout(legend={"orientation": "h", "y": -0.22, "yanchor": "top", "x": 0,
+                              "xanchor": "left"},
+                      margin={"l": 64, "r": 24, "t": 56, "b": 110})
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def sim_compare_figure(
+    labels: Sequence[str],
+    simulated: Sequence[float | None],
+    formula: Sequence[float | None],
+    *,
+    workers: int,
+) -> go.Figure:
+    """Grouped bars: simulated vs formula value of each wait statistic (seconds)."""
+    if not (len(labels) == len(simulated) == len(formula)):
+        raise ValueError("labels, simulated and formula must have the same length.")
+    fig = base_figure(f"Does the simulator agree with the formula at c = {workers}?",
+                      "wait statistic", "wait in queue (s)")
+    fig.add_trace(go.Bar(x=list(labels), y=_none_if_nonfinite(simulated), name="simulated",
+                         marker_color=BLUE, hovertemplate="simulated %{y:.4g} s<extra></extra>"))
+    fig.add_trace(go.Bar(x=list(labels), y=_none_if_nonfinite(formula), name="formula",
+                         marker_color=ORANGE, hovertemplate="formula %{y:.4g} s<extra></extra>"))
+    fig.update_layout(barmode="group", hovermode="closest")
+    return fig

@@ -1,6 +1,9 @@
 """Fleet overview (`/`): one row per queue, sortable and filterable, names link to `/queue/<name>`.
 
-Rows come from one ``Source.snapshot`` (through the app's shared cache). The table is a
+Rows come from one ``Source.snapshot`` plus one ``Source.range`` for *all* queues (the depth
+sparklines), through the app's shared cache: two source calls per refresh whatever the number
+of queues. The sparkline is text (unicode blocks, :func:`dashboard.figures.sparkline_text`),
+so 500 of them cost the browser nothing more than 500 short strings. The table is a
 ``dash_table.DataTable`` with native sort, filter and paging, so 500 queues cost the browser
 one page of rows at a time. Queue names are rendered as Markdown links with HTML disabled
 (``markdown_options={"html": False}``); the link text is Markdown-escaped and the URL
@@ -17,11 +20,14 @@ from typing import Any
 from urllib.parse import quote
 
 import dash
+import numpy as np
+import pandas as pd
 from dash import Input, Output, dash_table, dcc, html
 
 from collectors.errors import CollectorError
-from collectors.types import QueueSnapshot, Snapshot
+from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard.context import AppContext, register_page
+from dashboard.figures import sparkline_text
 
 PATH = "/"
 
@@ -41,12 +47,22 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("busy_workers", "busy workers", "numeric"),
     ("workers", "workers c", "numeric"),
     ("depth_current", "depth (items)", "numeric"),
+    ("sparkline", "depth, last hour", "text"),
     ("queue_wait_p95_s", "queue wait p95 (s)", "numeric"),
     ("work_p95_s", "work p95 (s)", "numeric"),
     ("retries_per_s", "retries /s", "numeric"),
     ("errors_per_s", "errors /s", "numeric"),
     ("api_calls_per_s", "API calls /s (process)", "numeric"),
 )
+
+SPARK_RANGE_S = 3600.0
+"""The sparkline shows the depth over the last hour..."""
+SPARK_STEP_S = 150.0
+"""...one point every 150 s (25 points), read in one range call for all queues."""
+SPARK_SIGNALS = ("depth_current", "depth_mean")
+"""The first of these signals present in the range data is drawn."""
+SPARK_WIDTH = 25
+NO_DATA = "no data"
 
 STATUS_ORDER = ("falling behind", "saturated", "errors", "busy", "ok", "no data")
 
@@ -89,8 +105,54 @@ def _num(value: float | None, digits: int = 3) -> float | None:
     return round(value, digits)
 
 
-def overview_rows(snapshot: Snapshot) -> list[dict[str, Any]]:
-    """Table rows (JSON-safe: None for missing, never NaN), worst status first."""
+def sparklines(data: RangeData, width: int = SPARK_WIDTH) -> dict[str, str]:
+    """{queue: depth sparkline} from one range read of all queues. Points are placed on the
+    range's time grid, so a missing sample is a blank cell (never a zero bar)."""
+    frame = data.frame
+    if len(frame) == 0:
+        return {}
+    present = set(frame["signal"].unique())
+    signal = next((s for s in SPARK_SIGNALS if s in present), None)
+    if signal is None:
+        return {}
+    sub = frame[frame["signal"] == signal]
+    grid = data.start + data.step_s * np.arange(
+        math.floor((data.end - data.start) / data.step_s + 1e-9) + 1)
+    index = np.rint((sub["t"].to_numpy(np.float64) - data.start) / data.step_s).astype(np.int64)
+    ok = (index >= 0) & (index < len(grid))
+    names = sub["queue"].to_numpy()[ok]
+    values = sub["value"].to_numpy(np.float64)[ok]
+    index = index[ok]
+    out: dict[str, str] = {}
+    codes, uniques = pd.factorize(names)
+    table = np.full((len(uniques), len(grid)), np.nan)
+    table[codes, index] = values
+    for i, name in enumerate(uniques):
+        row = [None if math.isnan(v) else float(v) for v in table[i]]
+        text = sparkline_text(row, width)
+        if text:
+            out[str(name)] = text
+    return out
+
+
+def load_sparklines(ctx: AppContext, now: float) -> tuple[dict[str, str], str]:
+    """(sparklines, warning): one ``range`` call for all queues; failure is a sentence."""
+    if ctx.source is None:
+        return {}, ""
+    try:
+        data = ctx.source.range(now - SPARK_RANGE_S, now, SPARK_STEP_S, None)
+    except CollectorError as exc:
+        return {}, f"No sparklines: {exc}"
+    return sparklines(data), "; ".join(data.warnings)
+
+
+def overview_rows(
+    snapshot: Snapshot, sparks: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Table rows (JSON-safe: None for missing, never NaN), worst status first.
+
+    ``sparks``: {queue: sparkline text}; a queue without one shows "no data"."""
+    sparks = sparks or {}
     rows: list[dict[str, Any]] = []
     for q in snapshot.queues:
         status = queue_status(q)
@@ -104,6 +166,7 @@ def overview_rows(snapshot: Snapshot) -> list[dict[str, Any]]:
             "busy_workers": _num(q.busy_workers, 2),
             "workers": _num(q.workers, 0),
             "depth_current": _num(q.depth_current, 1),
+            "sparkline": sparks.get(q.queue, NO_DATA),
             "queue_wait_p95_s": _num(q.queue_wait_p95_s, 4),
             "work_p95_s": _num(q.work_p95_s, 4),
             "retries_per_s": _num(q.retries_per_s),
@@ -129,12 +192,14 @@ def load_overview(ctx: AppContext) -> tuple[list[dict[str, Any]], str, str]:
     """(rows, summary sentence, error sentence) — an unavailable source is a sentence."""
     if ctx.source is None:
         return [], "", "No data source is configured."
+    now = time.time()
     try:
-        snapshot = ctx.source.snapshot(time.time(), ctx.window_s)
+        snapshot = ctx.source.snapshot(now, ctx.window_s)
     except CollectorError as exc:
         return [], "", f"Could not read the queues: {exc}"
-    rows = overview_rows(snapshot)
-    warnings = "; ".join(snapshot.warnings)
+    sparks, spark_warning = load_sparklines(ctx, now)
+    rows = overview_rows(snapshot, sparks)
+    warnings = "; ".join([*snapshot.warnings, *([spark_warning] if spark_warning else [])])
     return rows, summary_line(snapshot, rows), warnings
 
 
@@ -169,7 +234,10 @@ def _table() -> Any:
         style_cell={"fontFamily": "inherit", "fontSize": "14px", "padding": "4px 8px",
                     "textAlign": "right", "backgroundColor": "#ffffff", "color": "#1c1f24"},
         style_cell_conditional=[
-            {"if": {"column_id": c}, "textAlign": "left"} for c in ("queue", "status")
+            *({"if": {"column_id": c}, "textAlign": "left"} for c in ("queue", "status")),
+            {"if": {"column_id": "sparkline"}, "textAlign": "left", "whiteSpace": "pre",
+             "fontFamily": "DejaVu Sans Mono, Menlo, Consolas, monospace",
+             "letterSpacing": "-1px", "color": "#0072B2"},
         ],
         style_header={"fontWeight": "700", "backgroundColor": "#eef1f5", "whiteSpace": "normal"},
         style_data_conditional=[
@@ -182,6 +250,7 @@ def _table() -> Any:
             "api_calls_per_s": "rest_client_requests_total of the whole process, shared by "
                                "every controller in it",
             "arrival_rate_per_s": "distinct adds after coalescing (workqueue_adds_total)",
+            "sparkline": "queue depth over the last hour, scaled to each queue's own maximum",
         },
     )
 

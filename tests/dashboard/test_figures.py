@@ -58,3 +58,11 @@ def test_plotly_text_escapes_markup() -> None:
 )
 def test_format_number(value: float, text: str) -> None:
     assert figures.format_number(value) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "digits", "text"), [(1000.0, 0, "1000"), (250.0, 0, "250"), (2.5, 0, "2")],
+)
+def test_format_number_whole_digits_keep_zeros(value: float, digits: int, text: str) -> None:
+    """With no decimals there is nothing to strip: 1000 must not become '1'."""
+    assert figures.format_number(value, digits) == text

@@ -1,0 +1,156 @@
+"""Dashboard latency: the overview with 500 demo queues and the what-if callback.
+
+    python benchmarks/bench_dashboard.py [--queues 500] [--repeats 5] [--browser]
+
+Prints measured figures (nothing is asserted):
+
+* overview, server side: the overview callback's work (one snapshot + one range read for the
+  sparklines, through a cold ``CachedSource``, and the table rows) for N demo queues;
+* overview, real browser (``--browser``; needs chromium + chromedriver): time from navigating
+  to ``/`` until the table shows its first page of rows with sparklines (the first full render);
+* what-if: :func:`dashboard.pages.whatif.whatif_view` (sweep over 1–64 workers + three figures)
+  and the full Dash HTTP round trip of the sweep callback (``/_dash-update-component``);
+* queue page: :func:`dashboard.pages.queue.queue_view` for one queue (1 h range).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def _timed(fn: Callable[[], object], repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _report(label: str, samples: list[float]) -> None:
+    ms = sorted(s * 1000 for s in samples)
+    print(f"{label:<58} median {statistics.median(ms):8.1f} ms   min {ms[0]:8.1f} ms   "
+          f"max {ms[-1]:8.1f} ms   (n={len(ms)})")
+
+
+def _sweep_payload(app: object) -> dict[str, object]:
+    """The JSON body Dash's renderer posts for the what-if sweep callback."""
+    from dash import Dash
+
+    assert isinstance(app, Dash)
+    key = next(k for k in app.callback_map if "whatif-recommendation.children" in k)
+    spec = app.callback_map[key]
+    values = {
+        "whatif-arrival": 13.6, "whatif-service": 0.25, "whatif-service-cv2": 1,
+        "whatif-arrival-cv2": 1, "whatif-arrival-mult": 1, "whatif-service-mult": 1,
+        "whatif-contention": "usl", "whatif-sigma": 0.02, "whatif-kappa": 0.001,
+        "whatif-slo": 1, "whatif-slo-q": "p95", "whatif-workers": [1, 64],
+        "whatif-current-workers": 4,
+    }
+    inputs = [{"id": i["id"], "property": i["property"], "value": values[i["id"]]}
+              for i in spec["inputs"]]
+    return {"output": key, "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
+                                       for o in key.strip(".").split("...") if o],
+            "inputs": inputs, "changedPropIds": ["whatif-workers.value"], "state": []}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--queues", type=int, default=500)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--browser", action="store_true", help="also time the real browser")
+    args = parser.parse_args()
+
+    from collectors.cache import CachedSource
+    from collectors.demo import DemoSource
+    from dashboard.app import build_dash_app
+    from dashboard.context import AppContext
+    from dashboard.pages import overview, queue, whatif
+
+    demo = DemoSource(seed=0, queues=args.queues)
+    print(f"queuelens dashboard benchmark — {args.queues} demo queues, "
+          f"{args.repeats} repeats\n")
+
+    def overview_cold() -> None:
+        src = CachedSource(demo)
+        rows, _, error = overview.load_overview(AppContext(source=src))
+        assert len(rows) == args.queues
+        assert not error
+        assert src.fetches == 2
+
+    _report(f"overview callback, cold cache ({args.queues} queues + sparklines)",
+            _timed(overview_cold, args.repeats))
+    warm = CachedSource(demo, ttl_s=3600)
+    ctx = AppContext(source=warm)
+    overview.load_overview(ctx)
+    _report("overview callback, warm cache (another tab)",
+            _timed(lambda: overview.load_overview(ctx), args.repeats))
+
+    params = whatif.parse_params(13.6, 0.25, 1, 1, 1, 1, "usl", 0.02, 0.001, 1.0, "p95",
+                                 [1, 64])
+    whatif.whatif_view(params, 4)
+    _report("what-if view (sweep c=1..64 + 3 figures), in process",
+            _timed(lambda: whatif.whatif_view(params, 4), args.repeats * 4))
+
+    small = DemoSource(seed=0)
+    qsrc = CachedSource(small, ttl_s=3600)
+    queue.queue_view(qsrc, "replicaset", "1h", time.time())
+    _report("queue page view (1 h, 7 charts), warm cache",
+            _timed(lambda: queue.queue_view(qsrc, "replicaset", "1h", time.time()),
+                   args.repeats))
+
+    app = build_dash_app(CachedSource(demo, ttl_s=3600))
+    client = app.server.test_client()
+    body = json.dumps(_sweep_payload(app))
+
+    def roundtrip() -> None:
+        resp = client.post("/_dash-update-component", data=body,
+                           content_type="application/json")
+        assert resp.status_code == 200, resp.status_code
+
+    roundtrip()
+    _report("what-if callback, full Dash HTTP round trip (server)",
+            _timed(roundtrip, args.repeats * 4))
+
+    if args.browser:
+        _browser(demo, args.repeats)
+    return 0
+
+
+def _browser(demo: object, repeats: int) -> None:
+    from selenium.webdriver.common.by import By
+
+    from dashboard.app import create_app
+    from dashboard.figures import SPARK_BLOCKS
+    from tests.support.browser import chrome_driver, serve_wsgi
+
+    samples = []
+    with chrome_driver() as driver:
+        for _ in range(repeats):
+            # a fresh app each time: cold cache, as on the first visit after start
+            with serve_wsgi(create_app(demo, refresh_s=15)) as url:  # type: ignore[arg-type]
+                t0 = time.perf_counter()
+                driver.get(url + "/")
+                deadline = t0 + 60
+                while time.perf_counter() < deadline:
+                    cells = driver.find_elements(
+                        By.CSS_SELECTOR, "#overview-table td[data-dash-column=sparkline]")
+                    if len(cells) >= 50 and any(b in cells[0].text for b in SPARK_BLOCKS):
+                        break
+                    time.sleep(0.02)
+                else:
+                    raise SystemExit("the overview did not render within 60 s")
+                samples.append(time.perf_counter() - t0)
+    _report("overview first full render in headless Chromium", samples)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""The queue page in real headless Chromium: opened from the overview, charts drawn."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.pages.queue import GRAPH_IDS
+from tests.support.browser import Browser
+
+pytestmark = pytest.mark.browser
+
+
+def test_clicking_a_queue_opens_its_page_with_charts(browser: Browser) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.open("/")
+    browser.find("overview-table")
+    link = browser.wait_for(lambda: browser.driver.find_element(By.LINK_TEXT, "replicaset"),
+                            what="the replicaset link")
+    link.click()
+    browser.wait_for(lambda: browser.driver.current_url.endswith("/queue/replicaset"),
+                     what="the queue page URL")
+    browser.wait_text("queue-name", "replicaset")
+    browser.wait_for(lambda: browser.count_charts() >= len(GRAPH_IDS), timeout=20,
+                     what=f"{len(GRAPH_IDS)} drawn charts")
+    # every chart has data traces drawn (not only the loading placeholder)
+    browser.wait_for(
+        lambda: browser.driver.execute_script(
+            "return document.querySelectorAll('#queue-rates-graph .scatterlayer .trace')"
+            ".length;") >= 3,
+        what="arrivals, throughput and capacity lines")
+    assert browser.text("queue-message") == ""
+    assert browser.text("queue-fluid").startswith("Fluid view")
+    assert "M/M/c model" in browser.text("queue-model-fit")
+    assert "queue age" in browser.text("queue-measures")
+    assert browser.driver.find_element(By.ID, "queue-verdicts") is not None
+    browser.driver.execute_script(
+        "document.getElementById('queue-model-fit').scrollIntoView({block: 'start'});")
+    browser.screenshot("queue")
+
+
+def test_unknown_queue_shows_a_message(browser: Browser) -> None:
+    browser.open("/queue/no-such%3Cqueue%3E")
+    browser.find("queue-message")
+    browser.wait_for(lambda: "There is no queue named" in browser.text("queue-message"),
+                     what="the unknown-queue message")
+    assert "“no-such<queue>”" in browser.text("queue-message")  # shown literally
