@@ -96,7 +96,7 @@ def fluid_trace(
     """
     _check_rate("until", until_s)
     _check_rate("step", step_s, allow_zero=False)
-    n = int(math.floor(until_s / step_s + 1e-9))
+    n = math.floor(until_s / step_s + 1e-9)
     if n > 1_000_000:
         raise ModelInputError("too many steps (more than 1,000,000); use a larger step.")
     t = np.arange(n + 1, dtype=np.float64) * step_s
