@@ -4,8 +4,9 @@
 
 Prints measured figures (nothing is asserted):
 
-* overview, server side: the overview callback's work (one snapshot + one range read for the
-  sparklines, through a cold ``CachedSource``, and the table rows) for N demo queues;
+* overview, server side: the overview callback's work (one snapshot + one range read shared by the
+  sparklines and the advisor's badges, through a cold ``CachedSource``, the advisor over every
+  queue, and the table rows) for N demo queues;
 * overview, real browser (``--browser``; needs chromium + chromedriver): time from navigating
   to ``/`` until the table shows its first page of rows with sparklines (the first full render);
 * what-if: :func:`dashboard.pages.whatif.whatif_view` (sweep over 1–64 workers + three figures)
@@ -53,7 +54,7 @@ def _sweep_payload(app: object) -> dict[str, object]:
         "whatif-arrival-cv2": 1, "whatif-arrival-mult": 1, "whatif-service-mult": 1,
         "whatif-contention": "usl", "whatif-sigma": 0.02, "whatif-kappa": 0.001,
         "whatif-slo": 1, "whatif-slo-q": "p95", "whatif-workers": [1, 64],
-        "whatif-current-workers": 4,
+        "whatif-current-workers": 4, "whatif-advisor": 6,
     }
     inputs = [{"id": i["id"], "property": i["property"], "value": values[i["id"]]}
               for i in spec["inputs"]]
@@ -86,7 +87,7 @@ def main() -> int:
         assert not error
         assert src.fetches == 2
 
-    _report(f"overview callback, cold cache ({args.queues} queues + sparklines)",
+    _report(f"overview callback, cold cache ({args.queues} queues, sparklines, advisor)",
             _timed(overview_cold, args.repeats))
     warm = CachedSource(demo, ttl_s=3600)
     ctx = AppContext(source=warm)

@@ -1,8 +1,10 @@
 """Run the advisor over a source: one snapshot + one range read for the whole fleet.
 
-:func:`advise_fleet` is what the ``advise`` command, the overview badges and the queue page's
-verdict card call. It reads the source exactly twice (``snapshot`` and ``range`` for all
-queues), however many queues there are, then runs :func:`models.advisor.advise` per queue.
+:func:`advise_fleet` is what the ``advise`` command and the what-if page call. It reads the
+source exactly twice (``snapshot`` and ``range`` for all queues), however many queues there
+are, then runs :func:`models.advisor.advise` per queue. :func:`advise_data` does the same from
+a snapshot and range read the caller already has: the overview badges share the sparklines'
+range read and the queue page's verdict card shares its charts' read.
 :func:`history_from_range` turns the long-format :class:`collectors.types.RangeData` frame into
 the advisor's :class:`models.advisor.QueueHistory`.
 """
@@ -19,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from collectors.errors import ConfigError
-from collectors.types import QueueSnapshot, RangeData, Source
+from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
 from models.advisor import (
     HISTORY_FIELDS,
     AdvisorThresholds,
@@ -32,6 +34,13 @@ from models.advisor import (
 RANGE_POINTS = 120
 """Points per queue the range read asks for (step = range / 120, at least MIN_STEP_S)."""
 MIN_STEP_S = 15.0
+
+DASHBOARD_RANGE_S = 3600.0
+"""History the dashboard pages give the advisor: the last hour...
+"""
+DASHBOARD_STEP_S = 150.0
+"""...at one point per 150 s (25 points) — the overview's sparkline read, so one range call
+serves both the sparklines and the advisor."""
 
 PROCESS_LABELS: tuple[str, ...] = ("job", "instance", "pod", "namespace")
 """Labels that identify the process running a queue: its API budget is shared with the other
@@ -46,6 +55,8 @@ _SIGNALS: Mapping[str, tuple[str, ...]] = {
     "api_429_per_s": ("api_calls_by_class_per_s.429",),
 }
 
+_WANTED_SIGNALS: frozenset[str] = frozenset(s for c in _SIGNALS.values() for s in c)
+
 
 def history_from_range(range_data: RangeData, queue: str) -> QueueHistory:
     """One queue's series of a range read, aligned on the union of their times.
@@ -59,6 +70,9 @@ def histories_from_frame(frame: pd.DataFrame, queues: Sequence[str] | None = Non
                          ) -> dict[str, QueueHistory]:
     """Every queue's history from a long-format range frame, in one pass (numpy, no per-queue
     pandas work, so 500 queues cost milliseconds, not seconds)."""
+    if len(frame) == 0:
+        return {}
+    frame = frame[frame["signal"].isin(_WANTED_SIGNALS)]  # only what the advisor reads
     if len(frame) == 0:
         return {}
     q_codes, q_names = pd.factorize(frame["queue"], sort=False)
@@ -189,6 +203,29 @@ def advise_fleet(
     if range_s is not None and not (math.isfinite(range_s) and range_s > 0):
         raise ConfigError(f"The range must be a positive duration, got {range_s!r}.")
     snap = source.snapshot(at, window_s)
+    rng: RangeData | None = None
+    if range_s is not None and (queue is None or any(q.queue == queue for q in snap.queues)):
+        step = max(range_s / RANGE_POINTS, MIN_STEP_S)
+        rng = source.range(at - range_s, at, step, [queue] if queue is not None else None)
+    return advise_data(snap, rng, range_s=range_s, slo_wait_s=slo_wait_s, queue=queue,
+                       thresholds=thresholds, keys=keys)
+
+
+def advise_data(
+    snap: Snapshot,
+    rng: RangeData | None,
+    *,
+    range_s: float | None,
+    slo_wait_s: float,
+    queue: str | None = None,
+    thresholds: AdvisorThresholds | None = None,
+    keys: Mapping[str, int] | None = None,
+) -> FleetAdvice:
+    """Verdicts from a snapshot and a range read the caller already has (no source calls).
+
+    The dashboard pages use this to share one range read between their charts and the
+    advisor (the overview's sparklines, the queue page's history). ``rng`` may cover more
+    queues than the one named; ``range_s`` is only reported back."""
     chosen: Sequence[QueueSnapshot] = list(snap.queues)
     if queue is not None:
         chosen = [q for q in snap.queues if q.queue == queue]
@@ -197,11 +234,9 @@ def advise_fleet(
             raise ConfigError(f"No queue named {queue!r} at that time (queues: {known}).")
     warnings = list(snap.warnings)
     histories: dict[str, QueueHistory] = {}
-    if range_s is not None and chosen:
-        step = max(range_s / RANGE_POINTS, MIN_STEP_S)
-        rng = source.range(at - range_s, at, step, [queue] if queue is not None else None)
+    if rng is not None and chosen:
         warnings += [w for w in rng.warnings if w not in warnings]
-        histories = histories_from_frame(rng.frame)
+        histories = histories_from_frame(rng.frame, [queue] if queue is not None else None)
     totals = process_totals(snap.queues)
     out = []
     for q in chosen:
@@ -216,3 +251,13 @@ def advise_fleet(
         at=snap.at, window_s=snap.window_s, range_s=range_s, source=snap.source,
         slo_wait_s=slo_wait_s, queues=tuple(out), warnings=tuple(warnings),
     )
+
+
+def recommended_workers(verdicts: Sequence[Verdict]) -> tuple[int, Verdict] | None:
+    """The worker count the advisor recommends — the ``workers`` of the first verdict (in the
+    advisor's impact order) whose recommendation names one — and that verdict; else None."""
+    for v in verdicts:
+        c = v.recommendation.get("workers")
+        if isinstance(c, int) and not isinstance(c, bool) and c >= 1:
+            return c, v
+    return None

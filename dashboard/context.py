@@ -28,6 +28,8 @@ class AppContext:
     """Live refresh period of the data pages (seconds)."""
     window_s: float = 300.0
     """Rate window for snapshots (seconds)."""
+    slo_wait_s: float = 1.0
+    """Queue-wait objective the advisor judges against on every page (seconds)."""
     config: QueuelensConfig | None = None
     """Parsed --config file (profile, Prometheus settings), if any."""
 

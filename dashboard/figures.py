@@ -396,6 +396,21 @@ def _mark_recommended(fig: go.Figure, recommended: int | None) -> None:
                       annotation_position="top", annotation_font_color=GREEN)
 
 
+ADVISOR_MARK_NAME = "advisor"
+"""``name`` of the vertical line :func:`mark_advisor` draws (tests look it up by name)."""
+
+
+def mark_advisor(fig: go.Figure, workers: int | None, label: str = "advisor") -> None:
+    """A dashed vertical line at the advisor's recommended worker count (measured demand),
+    beside the sweep's own (dotted, green) recommendation for the typed inputs."""
+    if workers is not None:
+        fig.add_vline(x=workers, name=ADVISOR_MARK_NAME,
+                      line={"color": PURPLE, "width": 2.5, "dash": "dash"},
+                      annotation_text=f"{plotly_text(label)} c = {workers}",
+                      annotation_position="top right", annotation_yshift=-18,
+                      annotation_font_color="#8a3d6b")
+
+
 # --- sparkline --------------------------------------------------------------------------------
 
 SPARK_BLOCKS = "▁▂▃▄▅▆▇█"
@@ -607,7 +622,7 @@ def retry_lag_figure(
         fig.add_trace(
             go.Bar(
                 x=names,
-                y=[_finite_or_none(v) for v in values],
+                y=_none_if_nonfinite(values),
                 name=label,
                 marker_color=color,
                 hovertemplate=label + ": %{y:.4g} s<extra></extra>",
@@ -703,7 +718,7 @@ def healthy_wait_figure(
         fig.add_trace(
             go.Bar(
                 x=names,
-                y=[_finite_or_none(v) for v in values],
+                y=_none_if_nonfinite(values),
                 name=label,
                 marker_color=color,
                 hovertemplate=label + ": %{y:.4g} s<extra></extra>",
@@ -720,12 +735,6 @@ def _legend_below(fig: go.Figure) -> None:
     fig.update_layout(legend={"orientation": "h", "y": -0.22, "yanchor": "top", "x": 0,
                               "xanchor": "left"},
                       margin={"l": 64, "r": 24, "t": 56, "b": 110})
-
-
-def _finite_or_none(value: float | None) -> float | None:
-    if value is None or not math.isfinite(value):
-        return None
-    return float(value)
 
 
 def sim_compare_figure(

@@ -2,8 +2,11 @@
 
 Rows come from one ``Source.snapshot`` plus one ``Source.range`` for *all* queues (the depth
 sparklines), through the app's shared cache: two source calls per refresh whatever the number
-of queues. The sparkline is text (unicode blocks, :func:`dashboard.figures.sparkline_text`),
-so 500 of them cost the browser nothing more than 500 short strings. The table is a
+of queues. The status badge is the advisor's verdict (:func:`dashboard.advice.advise_data`
+over the same snapshot and range data — no further source call): the verdict kinds in the
+advisor's order, coloured by the first one's severity. The sparkline is text (unicode
+blocks, :func:`dashboard.figures.sparkline_text`), so 500 of them cost the browser nothing
+more than 500 short strings. The table is a
 ``dash_table.DataTable`` with native sort, filter and paging, so 500 queues cost the browser
 one page of rows at a time. Queue names are rendered as Markdown links with HTML disabled
 (``markdown_options={"html": False}``); the link text is Markdown-escaped and the URL
@@ -25,22 +28,19 @@ import pandas as pd
 from dash import Input, Output, dash_table, dcc, html
 
 from collectors.errors import CollectorError
-from collectors.types import QueueSnapshot, RangeData, Snapshot
+from collectors.types import RangeData, Snapshot
+from dashboard.advice import DASHBOARD_RANGE_S, DASHBOARD_STEP_S, FleetAdvice, advise_data
 from dashboard.context import AppContext, register_page
 from dashboard.figures import sparkline_text
+from models.advisor import SEVERITIES
+from models.errors import ModelInputError
 
 PATH = "/"
-
-UTILIZATION_HOT = 0.9
-"""busy/c at or above this is 'saturated': waits grow sharply as ρ → 1 (Kingman)."""
-UTILIZATION_WARM = 0.75
-BEHIND_RATIO = 1.05
-"""arrival > 1.05 × throughput: the queue admits more than it completes (backlog grows)."""
 
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     # (field id, header, DataTable type)
     ("queue", "queue", "text"),
-    ("status", "status", "text"),
+    ("status", "advisor verdict", "text"),
     ("arrival_rate_per_s", "arrivals /s", "numeric"),
     ("throughput_per_s", "throughput /s", "numeric"),
     ("utilization_pct", "utilization % (busy/c)", "numeric"),
@@ -55,16 +55,18 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("api_calls_per_s", "API calls /s (process)", "numeric"),
 )
 
-SPARK_RANGE_S = 3600.0
+SPARK_RANGE_S = DASHBOARD_RANGE_S
 """The sparkline shows the depth over the last hour..."""
-SPARK_STEP_S = 150.0
-"""...one point every 150 s (25 points), read in one range call for all queues."""
+SPARK_STEP_S = DASHBOARD_STEP_S
+"""...one point every 150 s (25 points), read in one range call for all queues; the advisor
+reads the same range data (the badges), so a refresh stays at two source calls."""
 SPARK_SIGNALS = ("depth_current", "depth_mean")
 """The first of these signals present in the range data is drawn."""
 SPARK_WIDTH = 25
 NO_DATA = "no data"
 
-STATUS_ORDER = ("falling behind", "saturated", "errors", "busy", "ok", "no data")
+NO_VERDICT = "no verdict"
+"""The status of a queue the advisor could not judge (its input was rejected)."""
 
 # Characters that could start Markdown syntax inside link text. '-', '.', '#' and '+' only
 # matter at the start of a line (the cell starts with '['); '_' only at a word edge, so
@@ -81,22 +83,6 @@ def markdown_link(name: str) -> str:
     """A Markdown link to the queue page whose text shows ``name`` literally."""
     text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), name).replace("\n", " ").replace("\r", " ")
     return f"[{text}]({queue_href(name)})"
-
-
-def queue_status(q: QueueSnapshot) -> str:
-    """One word for the badge: falling behind · saturated · errors · busy · ok · no data."""
-    lam, x, u = q.arrival_rate_per_s, q.throughput_per_s, q.utilization
-    if lam is None and x is None and u is None:
-        return "no data"
-    if lam is not None and x is not None and lam > BEHIND_RATIO * x and lam > 0:
-        return "falling behind"
-    if u is not None and u >= UTILIZATION_HOT:
-        return "saturated"
-    if q.errors_per_s is not None and x is not None and x > 0 and q.errors_per_s > 0.05 * x:
-        return "errors"
-    if u is not None and u >= UTILIZATION_WARM:
-        return "busy"
-    return "ok"
 
 
 def _num(value: float | None, digits: int = 3) -> float | None:
@@ -135,31 +121,53 @@ def sparklines(data: RangeData, width: int = SPARK_WIDTH) -> dict[str, str]:
     return out
 
 
-def load_sparklines(ctx: AppContext, now: float) -> tuple[dict[str, str], str]:
-    """(sparklines, warning): one ``range`` call for all queues; failure is a sentence."""
+def read_history(ctx: AppContext, now: float) -> tuple[RangeData | None, str]:
+    """(range data, warning): ONE ``range`` call for all queues over the last hour at the
+    advisor's dashboard step — the sparklines and the advisor both read it."""
     if ctx.source is None:
-        return {}, ""
+        return None, ""
     try:
         data = ctx.source.range(now - SPARK_RANGE_S, now, SPARK_STEP_S, None)
     except CollectorError as exc:
-        return {}, f"No sparklines: {exc}"
-    return sparklines(data), "; ".join(data.warnings)
+        return None, f"No history (sparklines, trend rules): {exc}"
+    return data, "; ".join(data.warnings)
+
+
+_memo: tuple[Snapshot, RangeData | None, float, FleetAdvice] | None = None
+"""The last fleet advice with the (cached) snapshot and range it came from: another tab or a
+refresh within the cache's lifetime gets the same objects back and skips the advisor."""
+
+
+def fleet_advice(snapshot: Snapshot, data: RangeData | None, slo_wait_s: float) -> FleetAdvice:
+    """The advisor's verdicts for every queue, from data already read (no source call)."""
+    global _memo
+    memo = _memo
+    if memo is not None and memo[0] is snapshot and memo[1] is data and memo[2] == slo_wait_s:
+        return memo[3]
+    advice = advise_data(snapshot, data, range_s=SPARK_RANGE_S, slo_wait_s=slo_wait_s)
+    _memo = (snapshot, data, slo_wait_s, advice)
+    return advice
 
 
 def overview_rows(
-    snapshot: Snapshot, sparks: dict[str, str] | None = None
+    snapshot: Snapshot, sparks: dict[str, str] | None = None,
+    advice: FleetAdvice | None = None,
 ) -> list[dict[str, Any]]:
-    """Table rows (JSON-safe: None for missing, never NaN), worst status first.
+    """Table rows (JSON-safe: None for missing, never NaN), most severe verdict first.
 
-    ``sparks``: {queue: sparkline text}; a queue without one shows "no data"."""
+    ``sparks``: {queue: sparkline text}; a queue without one shows "no data". ``advice``:
+    the advisor's verdicts; the status cell lists their kinds in the advisor's order."""
     sparks = sparks or {}
+    verdicts = {qa.queue: qa.verdicts for qa in advice.queues} if advice is not None else {}
     rows: list[dict[str, Any]] = []
     for q in snapshot.queues:
-        status = queue_status(q)
+        found = verdicts.get(q.queue, ())
         rows.append({
             "queue": markdown_link(q.queue),
             "queue_name": q.queue,
-            "status": status,
+            "status": ", ".join(v.kind for v in found) or NO_VERDICT,
+            "severity": found[0].severity if found else NO_VERDICT,
+            "verdict_summary": " ".join(v.summary for v in found[:2]),
             "arrival_rate_per_s": _num(q.arrival_rate_per_s),
             "throughput_per_s": _num(q.throughput_per_s),
             "utilization_pct": None if q.utilization is None else _num(100 * q.utilization, 1),
@@ -173,43 +181,58 @@ def overview_rows(
             "errors_per_s": _num(q.errors_per_s),
             "api_calls_per_s": _num(q.api_calls_per_s, 2),
         })
-    rank = {s: i for i, s in enumerate(STATUS_ORDER)}
-    rows.sort(key=lambda r: (rank[r["status"]], r["queue_name"]))
+    rank = {s: i for i, s in enumerate(SEVERITY_ORDER)}
+    rows.sort(key=lambda r: (rank[r["severity"]], r["queue_name"]))
     return rows
 
 
 def summary_line(snapshot: Snapshot, rows: Sequence[dict[str, Any]]) -> str:
-    counts = dict.fromkeys(STATUS_ORDER, 0)
+    counts = dict.fromkeys(SEVERITY_ORDER, 0)
     for row in rows:
-        counts[row["status"]] += 1
+        counts[row["severity"]] += 1
     parts = [f"{n} {s}" for s, n in counts.items() if n]
     when = time.strftime("%H:%M:%S UTC", time.gmtime(snapshot.at))
     return (f"{len(rows)} queues from {snapshot.source} at {when} "
-            f"(rates over {snapshot.window_s:g} s): " + ", ".join(parts) + ".")
+            f"(rates over {snapshot.window_s:g} s; advisor verdicts over the last "
+            f"{SPARK_RANGE_S / 3600:g} h): " + ", ".join(parts) + ".")
 
 
-def load_overview(ctx: AppContext) -> tuple[list[dict[str, Any]], str, str]:
-    """(rows, summary sentence, error sentence) — an unavailable source is a sentence."""
+def load_overview(ctx: AppContext, now: float | None = None
+                  ) -> tuple[list[dict[str, Any]], str, str]:
+    """(rows, summary sentence, warning/error sentence) from one ``snapshot`` and one
+    ``range`` read whatever the number of queues — an unavailable source is a sentence."""
     if ctx.source is None:
         return [], "", "No data source is configured."
-    now = time.time()
+    now = time.time() if now is None else now
     try:
         snapshot = ctx.source.snapshot(now, ctx.window_s)
     except CollectorError as exc:
         return [], "", f"Could not read the queues: {exc}"
-    sparks, spark_warning = load_sparklines(ctx, now)
-    rows = overview_rows(snapshot, sparks)
-    warnings = "; ".join([*snapshot.warnings, *([spark_warning] if spark_warning else [])])
-    return rows, summary_line(snapshot, rows), warnings
+    data, history_warning = read_history(ctx, now)
+    notes = [*snapshot.warnings, *([history_warning] if history_warning else [])]
+    try:
+        advice: FleetAdvice | None = fleet_advice(snapshot, data, ctx.slo_wait_s)
+    except (ModelInputError, CollectorError) as exc:
+        advice = None
+        notes.append(f"No advisor verdicts: {exc}")
+    rows = overview_rows(snapshot, sparklines(data) if data is not None else {}, advice)
+    return rows, summary_line(snapshot, rows), "; ".join(notes)
 
 
-_STATUS_STYLE = {
-    "falling behind": ("#b3261e", "#ffffff"),
-    "saturated": ("#d55e00", "#ffffff"),
-    "errors": ("#cc79a7", "#1c1f24"),
-    "busy": ("#e69f00", "#1c1f24"),
+def status_tooltips(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-row tooltip of the status cell: the first verdicts' summaries (plain text)."""
+    return [{"status": {"value": r["verdict_summary"] or r["status"], "type": "text"}}
+            for r in rows]
+
+
+SEVERITY_ORDER: tuple[str, ...] = (*SEVERITIES, NO_VERDICT)
+
+_SEVERITY_STYLE = {
+    "critical": ("#b3261e", "#ffffff"),
+    "warning": ("#e69f00", "#1c1f24"),
+    "info": ("#dbe9f6", "#0b3d6b"),
     "ok": ("#d7efe1", "#14532d"),
-    "no data": ("#e5e7eb", "#374151"),
+    NO_VERDICT: ("#e5e7eb", "#374151"),
 }
 
 
@@ -241,9 +264,9 @@ def _table() -> Any:
         ],
         style_header={"fontWeight": "700", "backgroundColor": "#eef1f5", "whiteSpace": "normal"},
         style_data_conditional=[
-            {"if": {"filter_query": f'{{status}} = "{status}"', "column_id": "status"},
+            {"if": {"filter_query": f'{{severity}} = "{sev}"', "column_id": "status"},
              "backgroundColor": bg, "color": fg, "fontWeight": "700"}
-            for status, (bg, fg) in _STATUS_STYLE.items()
+            for sev, (bg, fg) in _SEVERITY_STYLE.items()
         ],
         tooltip_header={
             "utilization_pct": "time-average busy workers ÷ worker count",
@@ -251,7 +274,12 @@ def _table() -> Any:
                                "every controller in it",
             "arrival_rate_per_s": "distinct adds after coalescing (workqueue_adds_total)",
             "sparkline": "queue depth over the last hour, scaled to each queue's own maximum",
+            "status": "the advisor's verdicts, most important first; the colour is the first "
+                      "verdict's severity (critical, warning, info, ok). Hover a cell for the "
+                      "summary; the queue page has the evidence",
         },
+        tooltip_delay=300,
+        tooltip_duration=None,
     )
 
 
@@ -278,11 +306,13 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
 
     @app.callback(
         Output("overview-table", "data"),
+        Output("overview-table", "tooltip_data"),
         Output("overview-summary", "children"),
         Output("overview-error", "children"),
         Output("overview-refresh", "interval"),
         Input("overview-refresh", "n_intervals"),
     )
-    def _refresh(_n: int | None) -> tuple[list[dict[str, Any]], str, str, int]:
+    def _refresh(_n: int | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, str,
+                                          int]:
         rows, summary, error = load_overview(ctx)
-        return rows, summary, error, int(ctx.refresh_s * 1000)
+        return rows, status_tooltips(rows), summary, error, int(ctx.refresh_s * 1000)

@@ -15,7 +15,9 @@ The page reads the source twice per refresh, through the app's shared cache: one
 A missing value is shown as "no data" (with the collector's reason as a tooltip), never as 0,
 and the charts leave a gap where samples are missing. The queue name comes from the URL
 (percent-decoded) and is only ever rendered as component text (escaped by Dash/React).
-The empty ``#queue-verdicts`` container is where the advisor's verdict card goes.
+The ``#queue-verdicts`` card shows the advisor's verdicts (:mod:`models.advisor` through
+:func:`dashboard.advice.advise_data`, from the same two reads): kind, severity, summary, the
+key evidence figures and the recommendation, in the advisor's order of impact.
 
 Tests call :func:`queue_view` and :func:`render_view` directly; the Dash callback is thin.
 """
@@ -35,9 +37,11 @@ import plotly.graph_objects as go
 from dash import Input, Output, State, dcc, html
 
 from collectors.errors import CollectorError
-from collectors.types import QueueSnapshot, RangeData, Source
+from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
 from dashboard import figures as fg
+from dashboard.advice import advise_data
 from dashboard.context import AppContext, register_page
+from models.advisor import Verdict
 from models.errors import ModelInputError
 from models.fluid import fluid_backlog, fluid_summary
 from models.queueing import erlang_c, erlang_c_wait_quantile
@@ -85,6 +89,10 @@ class QueueView:
     model_fit: tuple[str, ...] = ()
     fluid: str = ""
     summary: str = ""
+    verdicts: tuple[Verdict, ...] = ()
+    """The advisor's verdicts for the queue, in its order of impact."""
+    advice_note: str = ""
+    """What the verdicts were computed from (range, SLO), or why there are none."""
 
 
 def range_step(range_s: float) -> float:
@@ -108,9 +116,7 @@ def _sig(value: float, digits: int = 3) -> str:
     magnitude = abs(value)
     if magnitude >= 1e6 or magnitude < 1e-3:
         return f"{value:.{digits - 1}e}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(magnitude)))
-    text = f"{round(value, decimals):.{decimals}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+    return fg.format_number(value, max(0, digits - 1 - math.floor(math.log10(magnitude))))
 
 
 def _ratio(num: float | None, den: float | None) -> float | None:
@@ -294,8 +300,11 @@ def measures(q: QueueSnapshot) -> tuple[Measure, ...]:
 
 
 def queue_view(source: Source | None, name: str, range_key: str, now: float,
-               window_s: float = 300.0) -> QueueView:
-    """Read the queue from ``source`` and build the page's content (see module docstring)."""
+               window_s: float = 300.0, slo_wait_s: float = 1.0) -> QueueView:
+    """Read the queue from ``source`` and build the page's content (see module docstring).
+
+    The advisor's verdicts come from the same snapshot and range read as the charts
+    (:func:`dashboard.advice.advise_data`): no further source call."""
     if source is None:
         return QueueView(name, "No data source is configured.")
     if not name:
@@ -317,6 +326,7 @@ def queue_view(source: Source | None, name: str, range_key: str, now: float,
     q = found[0]
     step = range_step(range_s)
     warnings = list(snap.warnings)
+    rng: RangeData | None = None
     try:
         rng = source.range(now - range_s, now, step, [name])
         series = signal_series(rng, name)
@@ -324,13 +334,30 @@ def queue_view(source: Source | None, name: str, range_key: str, now: float,
     except CollectorError as exc:
         series = {}
         warnings.append(f"Could not read the history: {exc}")
+    verdicts, advice_note = queue_advice(snap, rng, name, range_key, slo_wait_s)
     projection, fluid_text = fluid_projection(q, now, range_s / 4)
     figs = build_figures(series, step, projection, now)
     summary = (f"{len(series.get('depth_current', ([], []))[0])} points per signal, one every "
                f"{_duration(step)}, from {snap.source}.")
     if warnings:
         summary += " " + " ".join(warnings)
-    return QueueView(q.queue, "", figs, measures(q), model_fit(q), fluid_text, summary)
+    return QueueView(q.queue, "", figs, measures(q), model_fit(q), fluid_text, summary,
+                     verdicts, advice_note)
+
+
+def queue_advice(snap: Snapshot, rng: RangeData | None, name: str, range_key: str,
+                 slo_wait_s: float) -> tuple[tuple[Verdict, ...], str]:
+    """(verdicts, note): the advisor over the page's own snapshot and range read."""
+    try:
+        advice = advise_data(snap, rng, range_s=RANGES[range_key], slo_wait_s=slo_wait_s,
+                             queue=name)
+    except (ModelInputError, CollectorError) as exc:
+        return (), f"No advisor verdict: {exc}"
+    history = (f"the last {range_key} of history" if rng is not None
+               else "the current snapshot only (no history could be read)")
+    note = (f"From {history} and rates over the last {_duration(snap.window_s)}; wait SLO "
+            f"{fmt(slo_wait_s, 's')}. Most important first.")
+    return advice.queues[0].verdicts, note
 
 
 def build_figures(
@@ -375,6 +402,90 @@ def render_measures(items: tuple[Measure, ...]) -> Any:
         for m in items
     ]
     return html.Table(html.Tbody(rows), className="ql-measures")
+
+
+EVIDENCE_SHOWN = 8
+"""Evidence figures shown on a verdict; the rest fold into "all evidence"."""
+
+
+def verdict_value(value: Any, key: str = "") -> str:
+    """One evidence or recommendation value as text: numbers with 3 significant digits
+    (and the unit the key names), 'no data' for None, lists and mappings flattened."""
+    if value is None:
+        return "no data"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        unit = ("/s" if key.endswith("_per_s") else "s" if key.endswith("_s")
+                else "%" if key.endswith("_pct") else "")
+        return fmt(float(value), unit)
+    if isinstance(value, Mapping):
+        return "; ".join(f"{k}: {verdict_value(v, str(k))}" for k, v in value.items()) or "—"
+    if isinstance(value, list | tuple):
+        return ", ".join(verdict_value(v) for v in value) or "—"
+    return str(value)
+
+
+def _label(key: str) -> str:
+    return key.replace("_", " ")
+
+
+def _pairs_table(items: list[tuple[str, Any]], class_name: str) -> html.Table:
+    return html.Table(html.Tbody([
+        html.Tr([html.Th(_label(k), scope="row"), html.Td(verdict_value(v, k))])
+        for k, v in items
+    ]), className=class_name)
+
+
+def render_verdict(v: Verdict) -> html.Li:
+    """One verdict: severity badge, kind, confidence, summary, the key evidence figures and
+    the recommendation. Text only (Dash escapes it); nothing is rendered as HTML."""
+    evidence = [(k, val) for k, val in v.evidence.items() if val is not None]
+    scalars = [(k, val) for k, val in evidence if not isinstance(val, Mapping | list | tuple)]
+    shown = scalars[:EVIDENCE_SHOWN]
+    rest = [(k, val) for k, val in evidence if (k, val) not in shown]
+    rec = dict(v.recommendation)
+    action = rec.pop("action", None)
+    steps = rec.pop("steps", None)
+    note = rec.pop("note", None)
+    rec_items = [(k, val) for k, val in rec.items() if val is not None]
+    children: list[Any] = [
+        html.Div([html.Span(v.severity, className=f"ql-sev ql-sev-{v.severity}"),
+                  html.Strong(v.kind, className="ql-verdict-kind"),
+                  html.Span(f"confidence {fmt(100 * v.confidence, digits=2)} %",
+                            className="ql-note")],
+                 className="ql-verdict-head"),
+        html.P(v.summary, className="ql-verdict-summary"),
+    ]
+    if shown:
+        children.append(_pairs_table(shown, "ql-evidence"))
+    if rest:
+        children.append(html.Details([html.Summary(f"all evidence (+{len(rest)})"),
+                                      _pairs_table(rest, "ql-evidence")]))
+    rec_parts: list[Any] = [html.Strong("Recommendation: "),
+                            html.Span(_label(str(action)) if action else "—")]
+    if note:
+        rec_parts.append(html.Span(f" — {note}", className="ql-note"))
+    children.append(html.P(rec_parts, className="ql-verdict-rec"))
+    if rec_items:
+        children.append(_pairs_table(rec_items, "ql-evidence"))
+    if isinstance(steps, list | tuple) and steps:
+        children.append(html.Ul([html.Li(str(step)) for step in steps]))
+    return html.Li(children, className=f"ql-verdict ql-verdict-{v.severity} ql-kind-{v.kind}")
+
+
+def render_verdicts(view: QueueView) -> Any:
+    """The verdict card (``#queue-verdicts``): the advisor's verdicts in its order."""
+    if view.message:
+        return ""
+    if not view.verdicts:
+        return html.P(view.advice_note or "No advisor verdict.", className="ql-note")
+    return html.Div(
+        [html.H2("Advisor: will more workers help?"),
+         html.P(view.advice_note, className="ql-note"),
+         html.Ol([render_verdict(v) for v in view.verdicts], className="ql-verdict-list")],
+        className="ql-card ql-verdict-card",
+    )
 
 
 def render_view(view: QueueView) -> tuple[Any, ...]:
@@ -429,7 +540,7 @@ def layout(name: str | None = None, **_kwargs: object) -> html.Div:
                 className="ql-row", style={"alignItems": "center"},
             ),
             html.Div(id="queue-message", className="ql-error", role="alert"),
-            # the advisor's verdict card goes here (filled by dashboard/advice.py's callback)
+            # the advisor's verdict card (render_verdicts), filled by the page's callback
             html.Div(id="queue-verdicts", className="ql-verdicts"),
             html.Div(
                 [
@@ -471,6 +582,7 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Output("queue-fluid", "children"),
         Output("queue-summary", "children"),
         *[Output(g, "figure") for g in GRAPH_IDS],
+        Output("queue-verdicts", "children"),
         Output("queue-refresh", "interval"),
         Input("queue-range", "value"),
         Input("queue-refresh", "n_intervals"),
@@ -478,5 +590,5 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
     )
     def _refresh(range_key: str | None, _n: int | None, name: str | None) -> tuple[Any, ...]:
         view = queue_view(ctx.source, name or "", range_key or DEFAULT_RANGE, time.time(),
-                          ctx.window_s)
-        return (*render_view(view), int(ctx.refresh_s * 1000))
+                          ctx.window_s, ctx.slo_wait_s)
+        return (*render_view(view), render_verdicts(view), int(ctx.refresh_s * 1000))

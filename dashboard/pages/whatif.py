@@ -17,7 +17,11 @@ so the callback answers in tens of milliseconds (``benchmarks/bench_dashboard.py
 runs — Dash's background callbacks would need ``diskcache``, which is not a dependency) and
 shows the simulated waits beside the formula's.
 
-The element ``#whatif-advice`` is left empty for the advisor's marking.
+``#whatif-advice`` shows the advisor's verdict for the selected queue at its *measured* demand
+(:func:`advisor_mark`: the shared snapshot + one range read of the queue over the last hour,
+the same inputs as the overview badge), and its recommended worker count is drawn on the
+three charts as a dashed purple line, beside the sweep's own dotted green recommendation for
+the typed inputs.
 Tests call :func:`measured_inputs`, :func:`parse_params`, :func:`whatif_view` and
 :func:`simulate_view` directly; the Dash callbacks are thin.
 """
@@ -38,6 +42,12 @@ from dash import Input, Output, State, dcc, html
 from collectors.errors import CollectorError
 from collectors.types import QueueSnapshot, Source
 from dashboard import figures as fg
+from dashboard.advice import (
+    DASHBOARD_RANGE_S,
+    DASHBOARD_STEP_S,
+    advise_data,
+    recommended_workers,
+)
 from dashboard.context import AppContext, register_page
 from dashboard.pages.queue import combine, fmt, signal_series
 from models.contention import UslFit, fit_usl
@@ -224,8 +234,10 @@ def _empty_view(error: str) -> WhatIfView:
     return WhatIfView("No recommendation: fix the inputs.", error, (figs[0], figs[1], figs[2]))
 
 
-def whatif_view(params: WhatIfParams, current_workers: float | None = None) -> WhatIfView:
-    """The sweep's three charts and the recommendation sentence."""
+def whatif_view(params: WhatIfParams, current_workers: float | None = None,
+                advised_workers: int | None = None) -> WhatIfView:
+    """The sweep's three charts and the recommendation sentence; ``advised_workers`` (the
+    advisor's recommendation for the measured queue) is marked on each chart."""
     try:
         result = whatif_sweep(params.inputs)
     except ModelInputError as exc:
@@ -247,8 +259,65 @@ def whatif_view(params: WhatIfParams, current_workers: float | None = None) -> W
     thr_fig = fg.whatif_throughput_figure(
         workers, capacity, [r.throughput_per_s for r in rows], inp.arrival_rate_per_s,
         contention=params.contention, recommended=rec)
+    for fig in (wait_fig, slo_fig, thr_fig) if inp.slo_wait_s is not None else (wait_fig,
+                                                                                 thr_fig):
+        fg.mark_advisor(fig, advised_workers)
     return WhatIfView(recommendation_text(params, result, current_workers), "",
                       (wait_fig, slo_fig, thr_fig), result)
+
+
+# --- the advisor's recommendation -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class AdvisorMark:
+    """What the page shows of the advisor for the selected queue."""
+
+    workers: int | None
+    """The advisor's recommended worker count (marked on the charts), if it names one."""
+    text: str
+    """One sentence: the recommendation, or why there is none."""
+    kinds: tuple[str, ...] = ()
+    """All verdict kinds for the queue, in the advisor's order."""
+
+
+def advisor_mark(source: Source | None, queue: str | None, now: float, window_s: float = 300.0,
+                 slo_wait_s: float = 1.0) -> AdvisorMark:
+    """The advisor's verdicts for ``queue`` at its *measured* demand: the (shared) snapshot
+    plus one range read of this queue over the dashboard's advisor range, as on the overview
+    and the queue page."""
+    if not queue or source is None:
+        return AdvisorMark(None, "")
+    try:
+        snap = source.snapshot(now, window_s)
+        if not any(q.queue == queue for q in snap.queues):
+            return AdvisorMark(None, "")
+        rng = source.range(now - DASHBOARD_RANGE_S, now, DASHBOARD_STEP_S, [queue])
+        advice = advise_data(snap, rng, range_s=DASHBOARD_RANGE_S, slo_wait_s=slo_wait_s,
+                             queue=queue)
+    except (CollectorError, ModelInputError) as exc:
+        return AdvisorMark(None, f"No advisor verdict: {exc}")
+    verdicts = advice.queues[0].verdicts
+    kinds = tuple(v.kind for v in verdicts)
+    basis = (f"Advisor (measured demand, last {DASHBOARD_RANGE_S / 3600:g} h, wait SLO "
+             f"{fmt(slo_wait_s, 's')})")
+    found = recommended_workers(verdicts)
+    if found is None:
+        first = verdicts[0]
+        return AdvisorMark(None, f"{basis}: {first.kind} — no worker count recommended. "
+                                 f"{first.summary}", kinds)
+    workers, verdict = found
+    return AdvisorMark(workers, f"{basis}: {verdict.kind} — c = {workers} (dashed purple "
+                                f"line on the charts). {verdict.summary}", kinds)
+
+
+def render_advisor(mark: AdvisorMark) -> Any:
+    """The ``#whatif-advice`` content (text only; Dash escapes it)."""
+    if not mark.text:
+        return ""
+    parts: list[Any] = [html.P(mark.text, id="whatif-advice-text")]
+    if len(mark.kinds) > 1:
+        parts.append(html.P("All verdicts: " + ", ".join(mark.kinds), className="ql-note"))
+    return parts
 
 
 def recommendation_text(params: WhatIfParams, result: WhatIfResult,
@@ -473,6 +542,7 @@ def make_layout(ctx: AppContext) -> Callable[..., html.Div]:
                     className="ql-panel",
                 ),
                 dcc.Store(id="whatif-current-workers"),
+                dcc.Store(id="whatif-advisor"),
             ]
         )
 
@@ -545,6 +615,15 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         return prefill(measured_inputs(ctx.source, queue, time.time(), ctx.window_s))
 
     @app.callback(
+        Output("whatif-advice", "children"),
+        Output("whatif-advisor", "data"),
+        Input("whatif-queue", "value"),
+    )
+    def _advise(queue: str | None) -> tuple[Any, int | None]:
+        mark = advisor_mark(ctx.source, queue, time.time(), ctx.window_s, ctx.slo_wait_s)
+        return render_advisor(mark), mark.workers
+
+    @app.callback(
         Output("whatif-recommendation", "children"),
         Output("whatif-error", "children"),
         Output("whatif-wait-graph", "figure"),
@@ -552,13 +631,15 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Output("whatif-throughput-graph", "figure"),
         *[Input(i, p) for i, p in _SWEEP_STATE],
         Input("whatif-current-workers", "data"),
+        Input("whatif-advisor", "data"),
     )
     def _sweep(*values: Any) -> tuple[Any, ...]:
         try:
-            params = parse_params(*values[:-1])
+            params = parse_params(*values[:-2])
         except ModelInputError as exc:
             return sweep_outputs(_empty_view(str(exc)))
-        return sweep_outputs(whatif_view(params, values[-1]))
+        advised = values[-1] if isinstance(values[-1], int) else None
+        return sweep_outputs(whatif_view(params, values[-2], advised))
 
     @app.callback(
         Output("whatif-sim-result", "children"),

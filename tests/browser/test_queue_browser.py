@@ -33,9 +33,19 @@ def test_clicking_a_queue_opens_its_page_with_charts(browser: Browser) -> None:
     assert browser.text("queue-fluid").startswith("Fluid view")
     assert "M/M/c model" in browser.text("queue-model-fit")
     assert "queue age" in browser.text("queue-measures")
-    assert browser.driver.find_element(By.ID, "queue-verdicts") is not None
+    # the advisor's verdict card: visible, replicaset's add_workers verdict with its evidence
+    card = browser.wait_for(
+        lambda: browser.driver.find_elements(By.CSS_SELECTOR,
+                                             "#queue-verdicts .ql-kind-add_workers") or None,
+        what="the advisor's verdict card")[0]
+    assert card.is_displayed()
+    card_text = browser.text("queue-verdicts")
+    assert "Advisor: will more workers help?" in card_text
+    assert "add_workers" in card_text
+    assert "Recommendation: add workers" in card_text
+    assert "<" not in card_text  # text only, no markup leaked into the page
     browser.driver.execute_script(
-        "document.getElementById('queue-model-fit').scrollIntoView({block: 'start'});")
+        "document.getElementById('queue-verdicts').scrollIntoView({block: 'start'});")
     browser.screenshot("queue")
 
 

@@ -1,4 +1,4 @@
-"""Fleet overview rows, status badges and link escaping (no browser)."""
+"""Fleet overview rows, the advisor's status badges and link escaping (no browser)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from collectors import fleet as fl
+from collectors.cache import CachedSource
 from collectors.demo import DemoSource
 from collectors.errors import PrometheusUnreachable
 from collectors.types import QueueSnapshot, Snapshot
@@ -17,36 +19,49 @@ def _snap(*queues: QueueSnapshot) -> Snapshot:
     return Snapshot(at=0.0, window_s=300.0, source="test", queues=list(queues))
 
 
-@pytest.mark.parametrize(
-    ("fields", "status"),
-    [
-        ({}, "no data"),
-        ({"arrival_rate_per_s": 10.0, "throughput_per_s": 9.0, "utilization": 1.0},
-         "falling behind"),
-        ({"arrival_rate_per_s": 10.0, "throughput_per_s": 10.0, "utilization": 0.95},
-         "saturated"),
-        ({"arrival_rate_per_s": 10.0, "throughput_per_s": 10.0, "utilization": 0.5,
-          "errors_per_s": 1.0}, "errors"),
-        ({"arrival_rate_per_s": 10.0, "throughput_per_s": 10.0, "utilization": 0.8}, "busy"),
-        ({"arrival_rate_per_s": 10.0, "throughput_per_s": 10.0, "utilization": 0.3}, "ok"),
-    ],
-)
-def test_queue_status(fields: dict[str, float], status: str) -> None:
-    assert overview.queue_status(QueueSnapshot(queue="q", **fields)) == status  # type: ignore[arg-type]
+AT_DEMO = fl.EPOCH_S + 40 * 86400 + 14 * 3600
 
 
-def test_rows_worst_first_and_json_safe() -> None:
+def test_badges_are_the_advisors_verdicts_on_the_demo() -> None:
+    src = CachedSource(DemoSource(seed=0))
+    rows, summary, error = overview.load_overview(AppContext(source=src), now=AT_DEMO)
+    assert error == ""
+    assert src.fetches == 2  # the advisor shares the sparklines' range read
+    by = {r["queue_name"]: r for r in rows}
+    assert by["replicaset"]["status"].split(", ")[0] == "add_workers"
+    assert by["dnsrecord"]["status"].split(", ")[0] == "retry_storm"
+    assert by["ingress"]["status"].split(", ")[0] == "hot_key"
+    assert by["deployment"]["status"] == "healthy"
+    assert by["deployment"]["severity"] == "ok"
+    assert by["dnsrecord"]["severity"] == "critical"
+    # most severe first; the tooltip carries the verdict summary as plain text
+    ranks = [overview.SEVERITY_ORDER.index(r["severity"]) for r in rows]
+    assert ranks == sorted(ranks)
+    tips = overview.status_tooltips(rows)
+    assert tips[0]["status"]["type"] == "text"
+    assert "fail" in tips[[r["queue_name"] for r in rows].index("dnsrecord")]["status"]["value"]
+    assert "critical" in summary
+    assert "advisor verdicts over the last 1 h" in summary
+
+
+def test_rows_without_advice_say_no_verdict_and_stay_json_safe() -> None:
     rows = overview.overview_rows(_snap(
         QueueSnapshot(queue="b-ok", arrival_rate_per_s=1.0, throughput_per_s=1.0,
                       utilization=0.1234),
-        QueueSnapshot(queue="a-none"),
-        QueueSnapshot(queue="c-behind", arrival_rate_per_s=5.0, throughput_per_s=2.0,
-                      utilization=1.0, queue_wait_p95_s=float("nan")),
+        QueueSnapshot(queue="a-none", queue_wait_p95_s=float("nan")),
     ))
-    assert [r["queue_name"] for r in rows] == ["c-behind", "b-ok", "a-none"]
+    assert [r["queue_name"] for r in rows] == ["a-none", "b-ok"]
+    assert {r["status"] for r in rows} == {overview.NO_VERDICT}
     assert rows[1]["utilization_pct"] == 12.3
     assert rows[0]["queue_wait_p95_s"] is None  # NaN never reaches the table
-    assert rows[2]["arrival_rate_per_s"] is None
+    assert rows[0]["arrival_rate_per_s"] is None
+
+
+def test_queue_without_data_gets_insufficient_data_not_a_guess() -> None:
+    snap = _snap(QueueSnapshot(queue="empty"))
+    advice = overview.fleet_advice(snap, None, 1.0)
+    rows = overview.overview_rows(snap, {}, advice)
+    assert rows[0]["status"].startswith("insufficient_data")
 
 
 @pytest.mark.parametrize(

@@ -35,12 +35,15 @@ def test_sparklines_place_points_on_the_grid() -> None:
     assert overview.sparklines(data, width=4) == {"a": "▃  █", "b": " █  "}
 
 
-def test_overview_reads_the_source_twice_for_500_queues() -> None:
+def test_overview_with_badges_reads_the_source_twice_for_500_queues() -> None:
     src = CachedSource(DemoSource(seed=0, queues=500))
     rows, _, error = overview.load_overview(AppContext(source=src))
     assert error == ""
-    assert src.fetches == 2  # one snapshot + one range, whatever the number of queues
+    # one snapshot + one range, whatever the number of queues: the advisor's badges read the
+    # sparklines' range data, not a range of their own
+    assert src.fetches == 2
     assert len(rows) == 500
+    assert all(r["status"] != overview.NO_VERDICT for r in rows)
     assert all(len(r["sparkline"]) == overview.SPARK_WIDTH for r in rows)
 
 

@@ -8,10 +8,13 @@ import time
 import pandas as pd
 import pytest
 
+from collectors import fleet as fl
+from collectors.cache import CachedSource
 from collectors.demo import DemoSource
 from collectors.errors import PrometheusUnreachable
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard import figures as fg
+from dashboard.advice import advise_data
 from dashboard.pages import queue as qp
 
 NOW = 1_700_000_000.0
@@ -197,3 +200,72 @@ def test_figures_never_plot_missing_as_zero() -> None:
     xs, ys = fg.series_points(([0.0, 15.0, 90.0, 105.0], [1.0, math.nan, 2.0, 3.0]), 15.0)
     assert ys == [1.0, None, None, 2.0, 3.0]
     assert len(xs) == len(ys)
+
+
+# --- the advisor's verdict card ---------------------------------------------------------------
+
+AT_DEMO = fl.EPOCH_S + 40 * 86400 + 14 * 3600
+
+
+def _texts(component: object) -> list[str]:
+    """Every string child in a Dash component tree (what the browser would show as text)."""
+    out: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, str):
+            out.append(node)
+        elif isinstance(node, list | tuple):
+            for child in node:
+                walk(child)
+        elif hasattr(node, "children"):
+            walk(node.children)
+
+    walk(component)
+    return out
+
+
+def test_verdict_card_lists_the_advisors_verdicts_for_certificate() -> None:
+    src = CachedSource(DemoSource(seed=0))
+    view = qp.queue_view(src, "certificate", "1h", AT_DEMO)
+    assert src.fetches == 2  # the card shares the charts' snapshot and range read
+    # the card shows what the advisor says about the same data, in its order
+    rng = DemoSource(seed=0).range(AT_DEMO - 3600, AT_DEMO, qp.range_step(3600.0),
+                                   ["certificate"])
+    snap = DemoSource(seed=0).snapshot(AT_DEMO, 300.0)
+    expected = advise_data(snap, rng, range_s=3600.0, slo_wait_s=1.0,
+                           queue="certificate").queues[0].verdicts
+    assert [v.kind for v in view.verdicts] == [v.kind for v in expected]
+    assert "contention" in [v.kind for v in view.verdicts]
+    card = qp.render_verdicts(view)
+    texts = _texts(card)
+    items = card.children[2].children  # type: ignore[union-attr]
+    assert [li.className.split()[-1] for li in items] == [f"ql-kind-{v.kind}"
+                                                           for v in view.verdicts]
+    contention = next(v for v in view.verdicts if v.kind == "contention")
+    assert contention.summary in texts
+    assert contention.severity in texts
+    assert "do not add workers" in texts  # the recommendation's action
+    # a key evidence number, formatted: API calls per reconcile
+    assert qp.verdict_value(contention.evidence["api_calls_per_reconcile"]) in texts
+    assert "api calls per reconcile" in texts
+
+
+def test_verdict_values_are_text_never_nan() -> None:
+    assert qp.verdict_value(None) == "no data"
+    assert qp.verdict_value(0.061234, "wait_mean_s") == "0.0612 s"
+    assert qp.verdict_value(13.94, "arrival_rate_per_s") == "13.9 /s"
+    assert qp.verdict_value(float("nan")) == "no data"
+    assert qp.verdict_value(True) == "yes"
+    assert qp.verdict_value(("a", "b")) == "a, b"
+    assert qp.verdict_value({"x_s": 2.0}) == "x_s: 2 s"
+
+
+def test_verdict_text_is_never_markup() -> None:
+    from models.advisor import Verdict
+
+    evil = Verdict("hot_key", "warning", "<script>alert(1)</script>",
+                   {"note": "<b>x</b>"}, {"action": "split_hot_key"}, 0.7)
+    li = qp.render_verdict(evil)
+    texts = _texts(li)
+    assert "<script>alert(1)</script>" in texts  # a plain string child: React escapes it
+    assert "dangerously_allow_html" not in repr(li)

@@ -9,11 +9,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from collectors import fleet as fl
 from collectors.demo import DemoSource
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard import figures as fg
+from dashboard.advice import (
+    DASHBOARD_RANGE_S,
+    DASHBOARD_STEP_S,
+    advise_data,
+    recommended_workers,
+)
 from dashboard.context import AppContext
 from dashboard.pages import whatif as wp
+from models.advisor import Verdict
 from models.errors import ModelInputError
 
 NOW = 1_700_000_000.0
@@ -201,3 +209,49 @@ def test_whatif_figures_reject_and_escape() -> None:
     assert list(fig.data[1].y) == [None, 1.0]  # inf never reaches the chart
     assert list(fig.data[2].y) == [120.0, 60.0]
     assert fig.layout.yaxis2.title.text.endswith("(%)")
+
+
+# --- the advisor's recommendation on the what-if page ----------------------------------------
+
+AT_ADVICE = fl.EPOCH_S + 40 * 86400 + 14 * 3600
+
+
+def test_whatif_marks_the_advisors_worker_count_for_replicaset() -> None:
+    src = DemoSource(seed=0)
+    mark = wp.advisor_mark(src, "replicaset", AT_ADVICE)
+    # the overview's inputs (snapshot + last hour at the dashboard step, all queues)
+    fleet = advise_fleet_like_overview(src)
+    found = recommended_workers(fleet)
+    assert found is not None
+    assert found[1].kind == "add_workers"
+    assert mark.workers == found[0]
+    snap = src.snapshot(AT_ADVICE, 300.0)
+    now_c = next(q.workers for q in snap.queues if q.queue == "replicaset")
+    assert now_c is not None
+    assert mark.workers > now_c
+    assert f"add_workers — c = {mark.workers}" in mark.text
+    rendered = wp.render_advisor(mark)
+    assert rendered[0].children == mark.text
+    # the charts carry a vertical line at the advisor's count
+    params = wp.parse_params(13.6, 0.25, 1, 1, 1, 1, "none", 0, 0, 1.0, "p95", [1, 16])
+    view = wp.whatif_view(params, now_c, mark.workers)
+    for fig in view.figures:
+        lines = [s for s in fig.layout.shapes if s.name == fg.ADVISOR_MARK_NAME]
+        assert [(s.x0, s.x1) for s in lines] == [(mark.workers, mark.workers)]
+    assert not [s for s in wp.whatif_view(params, now_c).figures[0].layout.shapes
+                if s.name == fg.ADVISOR_MARK_NAME]
+
+
+def advise_fleet_like_overview(src: DemoSource) -> tuple[Verdict, ...]:
+    snap = src.snapshot(AT_ADVICE, 300.0)
+    rng = src.range(AT_ADVICE - DASHBOARD_RANGE_S, AT_ADVICE, DASHBOARD_STEP_S, None)
+    advice = advise_data(snap, rng, range_s=DASHBOARD_RANGE_S, slo_wait_s=1.0)
+    return next(qa.verdicts for qa in advice.queues if qa.queue == "replicaset")
+
+
+def test_whatif_advisor_without_a_worker_count_says_so() -> None:
+    mark = wp.advisor_mark(DemoSource(seed=0), "certificate", AT_ADVICE)
+    assert mark.workers is None
+    assert "contention — no worker count recommended" in mark.text
+    assert wp.advisor_mark(DemoSource(seed=0), None, AT_ADVICE) == wp.AdvisorMark(None, "")
+    assert wp.render_advisor(wp.AdvisorMark(None, "")) == ""
