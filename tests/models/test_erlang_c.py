@@ -71,9 +71,17 @@ def test_broadcast_queues_by_worker_counts() -> None:
     for i, lam_i in enumerate(lam[:, 0]):
         for j, cj in enumerate(c):
             if lam_i < cj:
-                assert r.p_wait[i, j] == pytest.approx(erlang_c_direct(lam_i, int(cj)), rel=1e-10)
+                c_direct = erlang_c_direct(lam_i, int(cj))
+                assert r.p_wait[i, j] == pytest.approx(c_direct, rel=1e-10)
+                wq = c_direct / (cj - lam_i)  # Wq = C / (cμ − λ) with μ = 1
+                assert r.wait_mean_s[i, j] == pytest.approx(wq, rel=1e-10)
+                assert r.response_mean_s[i, j] == pytest.approx(wq + 1.0, rel=1e-10)
+                assert r.in_system_mean[i, j] == pytest.approx(lam_i * (wq + 1.0), rel=1e-10)
+                assert r.utilization[i, j] == pytest.approx(lam_i / cj)
             else:
                 assert not r.stable[i, j]
+                assert r.p_wait[i, j] == 1.0
+                assert np.isposinf(r.wait_mean_s[i, j])
     # Same answer when loads vary along the worker axis (general path).
     r2 = erlang_c(np.array([5.0, 5.0, 9.0]), 1.0, np.array([6, 9, 10]))
     for k, (lam_k, cj) in enumerate([(5.0, 6), (5.0, 9), (9.0, 10)]):
