@@ -11,7 +11,9 @@ import dataclasses
 import io
 import json
 import math
+import os
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 
@@ -196,3 +198,57 @@ def emit(
     else:
         text = "\n".join(part for part in (header, format_table(rows, columns), footer) if part)
         stream.write(text + "\n")
+
+
+def write_text_atomically(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename,
+    so a failed run never leaves a half-written file or replaces a good one."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise CliError(f"cannot write {path}: the directory {directory} does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".queuelens-", suffix=".tmp")
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise CliError(f"cannot write {path}: {exc.strerror}") from None
+
+
+class ProgressBar:
+    """Progress on a stream: a redrawn one-line bar on a terminal, plain lines otherwise."""
+
+    WIDTH = 24
+
+    def __init__(self, stream: TextIO, tty: bool) -> None:
+        self.stream = stream
+        self.tty = tty
+        self.drawn = False
+        self._last_pct = -1
+
+    def __call__(self, label: str, done: int, total: int) -> None:
+        if self.tty:
+            filled = self.WIDTH * done // total if total else self.WIDTH
+            line = f"[{'#' * filled:<{self.WIDTH}}] {done}/{total} {label}"[:78]
+            self.stream.write("\r" + line.ljust(78))
+            self.drawn = True
+        else:
+            self.stream.write(f"queuelens: {label} ({done}/{total})\n")
+        self.stream.flush()
+
+    def fraction(self, label: str, value: float) -> None:
+        """Progress as a fraction in [0, 1], drawn only when the whole percent changes."""
+        pct = min(100, max(0, int(value * 100)))
+        if pct != self._last_pct:
+            self._last_pct = pct
+            self(label, pct, 100)
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\r" + " " * 78 + "\r")
+            self.stream.flush()

@@ -15,11 +15,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
-from typing import Any, TextIO
+from typing import Any
 
-from dashboard.cliutil import CliError, parse_duration, parse_time
+from dashboard.cliutil import (
+    CliError,
+    ProgressBar,
+    parse_duration,
+    parse_time,
+    write_text_atomically,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -55,51 +60,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=handle)
 
 
-class ProgressBar:
-    """Per-step progress on stderr: a redrawn bar on a terminal, plain lines otherwise."""
-
-    WIDTH = 24
-
-    def __init__(self, stream: TextIO, tty: bool) -> None:
-        self.stream = stream
-        self.tty = tty
-        self.drawn = False
-
-    def __call__(self, label: str, done: int, total: int) -> None:
-        if self.tty:
-            filled = self.WIDTH * done // total if total else self.WIDTH
-            line = f"[{'#' * filled:<{self.WIDTH}}] {done}/{total} {label}"[:78]
-            self.stream.write("\r" + line.ljust(78))
-            self.drawn = True
-        else:
-            self.stream.write(f"queuelens: {label} ({done}/{total})\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.drawn:
-            self.stream.write("\r" + " " * 78 + "\r")
-            self.stream.flush()
-
-
-def write_output(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise CliError(f"cannot write {path}: the directory {directory} does not exist")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".queuelens-report-", suffix=".tmp")
-    except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise CliError(f"cannot write {path}: {exc.strerror}") from None
-
-
 def handle(args: argparse.Namespace) -> int:
     from collectors.connect import source_from_args
     from dashboard.report import build_report, render
@@ -123,7 +83,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(text)
         return 0
-    write_output(args.output, text)
+    write_text_atomically(args.output, text)
     sys.stderr.write(f"queuelens: wrote the {args.format} report of {len(report.queues)} queues "
                      f"to {args.output}\n")
     return 0

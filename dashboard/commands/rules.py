@@ -12,10 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from typing import Any
 
-from dashboard.cliutil import CliError, parse_duration
+from dashboard.cliutil import CliError, parse_duration, write_text_atomically
 
 DEFAULT_WINDOW_S = 300.0
 
@@ -67,23 +66,7 @@ def handle(args: argparse.Namespace) -> int:
     if not args.output:
         sys.stdout.write(text)
         return 0
-    _write_atomically(args.output, text)
+    write_text_atomically(args.output, text)
     sys.stderr.write(f"queuelens: wrote {sum(len(g.rules) for g in groups)} rules to "
                      f"{args.output}\n")
     return 0
-
-
-def _write_atomically(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".queuelens-rules-", suffix=".tmp")
-    except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise CliError(f"cannot write {path}: {exc.strerror}") from None

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from typing import Any
 
 from dashboard.cliutil import (
     CliError,
+    ProgressBar,
     add_format_argument,
     emit,
     jsonable,
@@ -122,33 +124,14 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=handle)
 
 
-class _Progress:
-    """A one-line progress bar on stderr (only used when stderr is a terminal)."""
-
-    def __init__(self) -> None:
-        self.last = -1
-
-    def __call__(self, fraction: float) -> None:
-        pct = int(fraction * 100)
-        if pct != self.last:
-            self.last = pct
-            bar = "#" * (pct // 4)
-            sys.stderr.write(f"\rsimulating [{bar:<25}] {pct:3d}%")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.last >= 0:
-            sys.stderr.write("\r" + " " * 40 + "\r")
-            sys.stderr.flush()
-
-
 def handle(args: argparse.Namespace) -> int:
     from models.simulate import simulate
 
     if args.trace < 0:
         raise CliError("--trace must be 0 or more events.")
     policy = retry_policy_from(args)
-    progress = _Progress() if sys.stderr.isatty() else None
+    bar = ProgressBar(sys.stderr, tty=True)
+    progress = partial(bar.fraction, "simulating") if sys.stderr.isatty() else None
     try:
         result = simulate(
             arrival_rate_per_s=args.arrival_rate,
@@ -170,8 +153,7 @@ def handle(args: argparse.Namespace) -> int:
             progress=progress,
         )
     finally:
-        if progress is not None:
-            progress.close()
+        bar.close()
     payload = jsonable(result)
     if not args.trace:
         payload.pop("trace", None)

@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from dashboard.cli import main
+from tests.support.cli import run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def run(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", *argv],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+run = run_cli
 
 
 def test_overload_backlog_grows_as_4_plus_t() -> None:

@@ -121,7 +121,7 @@ def test_unreachable_prometheus_exits_3(capsys: pytest.CaptureFixture[str]) -> N
 def test_tty_progress_bar_redraws_one_line_and_clears_it() -> None:
     import io
 
-    from dashboard.commands.report import ProgressBar
+    from dashboard.cliutil import ProgressBar
 
     stream = io.StringIO()
     bar = ProgressBar(stream, tty=True)

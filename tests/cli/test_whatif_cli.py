@@ -6,13 +6,12 @@ import csv
 import io
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dashboard.cli import main
+from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 ROW_KEYS = {
@@ -28,14 +27,7 @@ ROW_KEYS = {
 }
 
 
-def run(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", *argv],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+run = run_cli
 
 
 def test_json_shape_and_values() -> None:
