@@ -67,6 +67,14 @@ def positive_float(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """A probability or share: a number in [0, 1]."""
+    value = non_negative_float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

@@ -12,6 +12,7 @@ from dashboard.cliutil import (
     ProgressBar,
     add_format_argument,
     emit,
+    fraction,
     jsonable,
     non_negative_float,
     parse_duration,
@@ -47,13 +48,6 @@ _ROWS = (
     ("hot_key_throughput_per_s", "key 0 (hot key) throughput /s"),
     ("events", "simulated events"),
 )
-
-
-def _fraction(text: str) -> float:
-    value = non_negative_float(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
-    return value
 
 
 def _duration(text: str) -> float:
@@ -104,7 +98,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--service-dist", choices=("exp", "const", "lognormal"), default="exp")
     parser.add_argument("--service-cv", type=non_negative_float, default=1.0, metavar="X",
                         help="coefficient of variation for lognormal service (default 1)")
-    parser.add_argument("--fail-prob", type=_fraction, default=0.0, metavar="P",
+    parser.add_argument("--fail-prob", type=fraction, default=0.0, metavar="P",
                         help="probability that a reconcile of a failing key fails")
     parser.add_argument("--failing-keys", type=positive_int, default=None, metavar="M",
                         help="only keys 0..M-1 use the dependency and can fail (default all)")

@@ -9,6 +9,7 @@ from dashboard.cliutil import (
     CliError,
     add_format_argument,
     emit,
+    fraction,
     jsonable,
     non_negative_float,
     parse_duration,
@@ -28,13 +29,6 @@ COLUMNS = (
     "p_wait_over_slo",
     "throughput_per_s",
 )
-
-
-def _fraction(text: str) -> float:
-    value = non_negative_float(text)
-    if value > 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -87,14 +81,14 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--sigma",
-        type=_fraction,
+        type=fraction,
         default=None,
         metavar="s",
         help="USL contention σ in [0,1] (needs --kappa)",
     )
     parser.add_argument(
         "--kappa",
-        type=_fraction,
+        type=fraction,
         default=None,
         metavar="k",
         help="USL coherency κ in [0,1] (needs --sigma)",
