@@ -1,11 +1,24 @@
 """The Dash app factory.
 
-    create_app(source=None, *, refresh_s=15, config=None) -> flask.Flask   (a WSGI app)
-    build_dash_app(source=None, *, refresh_s=15, config=None) -> dash.Dash
+    create_app(source=None, *, refresh_s=15, config=None, at=None) -> flask.Flask  (WSGI app)
+    build_dash_app(source=None, *, refresh_s=15, config=None, at=None) -> dash.Dash
 
 ``gunicorn 'dashboard.app:create_app()'`` serves the dashboard in production. Without an
 explicit source the app reads Prometheus at ``$QUEUELENS_PROMETHEUS_URL`` when that is set,
 else the embedded demo fleet.
+
+``refresh_s`` is the live refresh period. Reading Prometheus more often than it scrapes only
+repeats the same samples, so when the source is Prometheus and its profile knows the scrape
+interval (config ``profile.scrape_interval``), a shorter period is raised to the scrape
+interval with a one-line note on stderr (:func:`effective_refresh_s`). ``at`` fixes the
+evaluation time of every page (unix seconds; default: the wall clock) — see
+:meth:`dashboard.context.AppContext.now`.
+
+The "Export report" button runs as a Dash background callback (:mod:`dashboard.report`) on a
+``DiskcacheManager`` whose store is a private temporary directory per app (mode 0700, removed
+when the app is garbage-collected or the process that made it exits). Run one worker process
+(the Dockerfile and ``queuelens serve`` do): a second worker would have its own store and
+could not answer the polls for a job started in the first.
 
 Security (see README): Dash debug mode and all dev tools are forced off here, whatever
 ``DASH_DEBUG`` / ``DASH_UI`` / ``FLASK_DEBUG`` say, so a failing callback returns a bare 500,
@@ -16,6 +29,7 @@ no component uses ``dangerously_allow_html``.
 from __future__ import annotations
 
 import os
+import sys
 
 import dash
 import flask
@@ -25,7 +39,7 @@ from collectors.cache import CachedSource
 from collectors.config import QueuelensConfig
 from collectors.types import Source
 from dashboard.context import AppContext
-from dashboard.report import export_control, register_export_callbacks
+from dashboard.report import export_control, export_manager, register_export_callbacks
 
 PAGE_MODULES: tuple[str, ...] = ("overview", "queue", "whatif", "lab", "keys", "retries")
 """Modules in dashboard/pages/, each with ``register(app, ctx)``; registration order."""
@@ -49,23 +63,51 @@ def open_dashboard_source(
     return open_source(prometheus_url, demo, config)
 
 
+def scrape_step_s(source: Source | None) -> float | None:
+    """The scrape interval of a Prometheus source whose profile states it, else None (the
+    demo, or a profile without ``scrape_interval``)."""
+    from collectors.snapshot import PrometheusSource
+
+    inner = source.source if isinstance(source, CachedSource) else source
+    if isinstance(inner, PrometheusSource):
+        step = inner.profile.scrape_interval_s
+        return float(step) if step else None
+    return None
+
+
+def effective_refresh_s(refresh_s: float, source: Source | None) -> tuple[float, str | None]:
+    """(refresh period to use, note or None): never below the source's scrape step."""
+    step = scrape_step_s(source)
+    if step is None or refresh_s >= step:
+        return float(refresh_s), None
+    return step, (f"queuelens: note: refresh {refresh_s:g}s is below the scrape interval "
+                  f"{step:g}s of the profile; refreshing every {step:g}s instead.")
+
+
 def build_dash_app(
     source: Source | None = None,
     *,
     refresh_s: float = 15.0,
     config: QueuelensConfig | None = None,
+    at: float | None = None,
 ) -> dash.Dash:
     """Build the multi-page Dash app reading from ``source`` (see module docstring)."""
     import importlib
+    import math
 
     if not refresh_s > 0:
         raise ValueError(f"refresh period must be positive, got {refresh_s!r}.")
+    if at is not None and not math.isfinite(at):
+        raise ValueError(f"evaluation time must be a finite unix time, got {at!r}.")
     if source is None:
         source = default_source() if config is None else open_dashboard_source(None, config)
+    refresh_s, note = effective_refresh_s(refresh_s, source)
+    if note:
+        sys.stderr.write(note + "\n")
     if not isinstance(source, CachedSource):
         # one shared, time-bounded cache per app: ten tabs cost one set of queries
         source = CachedSource(source, ttl_s=float(refresh_s), align_s=min(5.0, refresh_s))
-    ctx = AppContext(source=source, refresh_s=float(refresh_s), config=config)
+    ctx = AppContext(source=source, refresh_s=float(refresh_s), config=config, at=at)
 
     app = dash.Dash(
         "queuelens",
@@ -76,6 +118,7 @@ def build_dash_app(
         update_title="",  # falsy: the tab title does not flash "Updating..."
         suppress_callback_exceptions=True,
         serve_locally=True,
+        background_callback_manager=export_manager(),
     )
     # Dash reads DASH_DEBUG, DASH_UI, DASH_HOT_RELOAD... from the environment in its
     # constructor; pin every dev tool off so no environment can switch them on.
@@ -100,7 +143,7 @@ def build_dash_app(
 
     app.layout = _shell(ctx)
     _register_shell_callbacks(app, ctx)
-    register_export_callbacks(app, ctx)
+    register_export_callbacks(app)
     _register_health(server, ctx)
     return app
 
@@ -110,9 +153,11 @@ def create_app(
     *,
     refresh_s: float = 15.0,
     config: QueuelensConfig | None = None,
+    at: float | None = None,
 ) -> flask.Flask:
     """The WSGI app (the Dash app's Flask server), e.g. for gunicorn."""
-    server: flask.Flask = build_dash_app(source, refresh_s=refresh_s, config=config).server
+    server: flask.Flask = build_dash_app(source, refresh_s=refresh_s, config=config,
+                                         at=at).server
     return server
 
 
@@ -136,7 +181,7 @@ def _shell(ctx: AppContext) -> html.Div:
                 [html.Span("queuelens", className="ql-brand"), *links,
                  html.Span(f"source: {ctx.source_name}", id="nav-source",
                            className="ql-source"),
-                 export_control()],
+                 export_control(ctx)],
                 className="ql-nav",
             ),
             html.Div(id="stale-banner", className="ql-banner", role="status"),

@@ -2,10 +2,15 @@
 
 Pages register their callbacks on one app with :func:`register(app, ctx)`; the context keeps
 the source per app (not a module global), so tests can build several apps in one process.
+
+Every page asks :meth:`AppContext.now` for "the time the data are read at" — the wall clock,
+or the fixed evaluation time ``at`` of an app built to show one moment (``queuelens serve
+--at TIME``, a backfilled Prometheus in the tests).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +37,12 @@ class AppContext:
     """Queue-wait objective the advisor judges against on every page (seconds)."""
     config: QueuelensConfig | None = None
     """Parsed --config file (profile, Prometheus settings), if any."""
+    at: float | None = None
+    """Fixed evaluation time (unix seconds) of every read; None: the wall clock."""
+
+    def now(self) -> float:
+        """The time the pages read the source at: ``at`` when fixed, else ``time.time()``."""
+        return time.time() if self.at is None else self.at
 
     @property
     def source_name(self) -> str:

@@ -20,7 +20,9 @@ Renderers (pure, no I/O):
   would run as a formula (leading ``= + - @``, tab or CR) is prefixed with ``'``.
 
 The dashboard's "Export report" control (:func:`export_control`,
-:func:`register_export_callbacks`) renders the same report from the app's source.
+:func:`register_export_callbacks`) renders the same report from the app's source, as a Dash
+background callback: a progress bar names the step (each queue analysed, then each queue
+rendered), a Cancel button stops the job, and the export button is disabled while it runs.
 """
 
 from __future__ import annotations
@@ -29,8 +31,13 @@ import datetime as dt
 import html
 import json
 import math
+import os
 import re
+import secrets
+import shutil
+import tempfile
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -787,14 +794,45 @@ EXPORT_LABELS: Mapping[str, str] = {
     "html": "HTML", "md": "Markdown", "json": "JSON", "csv": "CSV",
 }
 
+EXPORT_POLL_MS = 250
+"""How often the browser asks for the export's progress and result (milliseconds)."""
 
-def export_control() -> Any:
-    """Format choice (radio items), "Export report" button and download target (nav bar)."""
+ExportProgress = tuple[int, int, str]
+"""What the export shows while it runs: (progress bar value, bar maximum, step text)."""
+
+_RUNNING_ON: Mapping[str, str] = {"display": "inline-flex", "gap": ".3rem",
+                                  "alignItems": "center"}
+_RUNNING_OFF: Mapping[str, str] = {"display": "none"}
+
+
+_EXPORT_CONTEXTS: weakref.WeakValueDictionary[str, AppContext] = weakref.WeakValueDictionary()
+
+
+def export_token(ctx: AppContext) -> str:
+    """The opaque key the export job finds its app's context by (one per context).
+
+    Dash registers a background callback's function under a hash of its source code and
+    output ids, for every manager in the process — so with several apps in one process (the
+    tests) the last app's function would run for all of them. The export callback therefore
+    closes over nothing: the page sends this token (a ``dcc.Store``) and the job looks the
+    context up here. A forked job process inherits the table."""
+    for token, known in list(_EXPORT_CONTEXTS.items()):
+        if known is ctx:
+            return token
+    token = secrets.token_urlsafe(16)
+    _EXPORT_CONTEXTS[token] = ctx
+    return token
+
+
+def export_control(ctx: AppContext) -> Any:
+    """Format choice (radio items), "Export report" and "Cancel" buttons, a progress bar with
+    the current step (shown while an export runs) and the download target (nav bar)."""
     from dash import dcc
     from dash import html as dhtml
 
     return dhtml.Div(
         [
+            dcc.Store(id="export-app", data=export_token(ctx)),
             dcc.RadioItems(
                 id="export-format",
                 options=[{"label": EXPORT_LABELS[f], "value": f} for f in FORMATS],
@@ -802,24 +840,39 @@ def export_control() -> Any:
                 inputStyle={"marginRight": ".2rem"},
                 labelStyle={"marginRight": ".5rem", "fontSize": ".85rem"},
             ),
-            dcc.Loading(
-                [dhtml.Button("Export report", id="export-button", n_clicks=0,
-                              className="ql-export-button", title="Download a capacity "
-                              "report of every queue (last 24 h)"),
-                 dhtml.Span(id="export-status", className="ql-export-status",
-                            role="status"),
-                 dcc.Download(id="export-download")],
-                id="export-loading", type="circle", delay_show=150,
+            dhtml.Button("Export report", id="export-button", n_clicks=0,
+                         className="ql-export-button", title="Download a capacity "
+                         "report of every queue (last 24 h)"),
+            dhtml.Span(
+                [dhtml.Progress(id="export-progress", value="0", max="1",
+                                style={"width": "6rem"}),
+                 dhtml.Span(id="export-progress-label", className="ql-export-step",
+                            style={"fontSize": ".8rem"}),
+                 dhtml.Button("Cancel", id="export-cancel", n_clicks=0, disabled=True,
+                              className="ql-export-cancel",
+                              title="Stop the running export")],
+                id="export-running", role="status", style=_RUNNING_OFF,
             ),
+            dhtml.Span(id="export-status", className="ql-export-status", role="status"),
+            dcc.Download(id="export-download"),
         ],
         className="ql-export", style={"display": "flex", "gap": ".4rem",
                                       "alignItems": "center"},
     )
 
 
+def progress_update(label: str, done: int, total: int) -> ExportProgress:
+    """A report :data:`Progress` step as the export control shows it."""
+    total = max(int(total), 1)
+    done = min(max(int(done), 0), total)
+    return done, total, f"{label} — {done}/{total} done"
+
+
 def export_payload(source: Source | None, fmt: str, now: float,
-                   window_s: float = DEFAULT_WINDOW_S) -> tuple[dict[str, Any] | None, str]:
-    """(dcc.Download data, status text) of a report of ``source`` at ``now``."""
+                   window_s: float = DEFAULT_WINDOW_S, progress: Progress | None = None
+                   ) -> tuple[dict[str, Any] | None, str]:
+    """(dcc.Download data, status text) of a report of ``source`` at ``now``; ``progress``
+    hears each step (reading, analysing each queue, rendering each queue for HTML)."""
     from collectors.errors import CollectorError
 
     if fmt not in FORMATS:
@@ -827,29 +880,88 @@ def export_payload(source: Source | None, fmt: str, now: float,
     if source is None:
         return None, "No data source is configured."
     try:
-        report = build_report(source, now, window_s=window_s)
+        report = build_report(source, now, window_s=window_s, progress=progress)
     except (CollectorError, ModelInputError) as exc:
         return None, f"Could not build the report: {exc}"
-    text = render(report, fmt)
+    text = render(report, fmt, progress)
     data = {"content": text, "filename": default_filename(report, fmt), "base64": False,
             "type": MIME_TYPES[fmt]}
     return data, f"{len(report.queues)} queues exported."
 
 
-def register_export_callbacks(app: dash.Dash, ctx: AppContext) -> None:
-    """The export button's callback: a normal callback under ``dcc.Loading`` (see README:
-    no background-callback manager is installed; a report takes about a second)."""
-    from dash import Input, Output, State, no_update
+def run_export(ctx: AppContext | None, n_clicks: int | None, fmt: str | None,
+               set_progress: Callable[[ExportProgress], None]) -> tuple[Any, str]:
+    """The export button's job (runs in the background-callback process).
+
+    It reads the source behind the app's query cache: the job runs in a forked process, where
+    the cache's locks and in-flight fetches of the parent's other threads must not be
+    waited on, and a report must not present stale cached data as current."""
+    from dash import no_update
+
+    from collectors.cache import CachedSource
+
+    if not n_clicks:
+        return no_update, ""
+    if ctx is None:
+        return no_update, "This page belongs to a dashboard that is gone: reload the page."
+    source = ctx.source.source if isinstance(ctx.source, CachedSource) else ctx.source
+
+    def progress(label: str, done: int, total: int) -> None:
+        set_progress(progress_update(label, done, total))
+
+    data, status = export_payload(source, fmt or "html", ctx.now(), ctx.window_s, progress)
+    return (data if data is not None else no_update), status
+
+
+def export_manager() -> Any:
+    """A ``dash.DiskcacheManager`` for one app's background callbacks.
+
+    Its store is a fresh private directory (``tempfile.mkdtemp``: mode 0700, so no other local
+    user can read results or the handle-signing secret dash keeps there). The directory is
+    removed at interpreter exit (dash keeps every manager for the process's lifetime) — only
+    by the process that created it, never by a forked worker or job process."""
+    import diskcache
+    from dash import DiskcacheManager
+
+    directory = tempfile.mkdtemp(prefix="queuelens-export-")
+    cache = diskcache.Cache(directory)
+    manager = DiskcacheManager(cache)  # type: ignore[no-untyped-call]
+    weakref.finalize(manager, _remove_store, cache, directory, os.getpid())
+    return manager
+
+
+def _remove_store(cache: Any, directory: str, owner_pid: int) -> None:
+    if os.getpid() != owner_pid:
+        return
+    try:
+        cache.close()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def register_export_callbacks(app: dash.Dash) -> None:
+    """The export button's callback: a Dash background callback (the app's
+    :func:`export_manager`) that shows the per-queue progress, can be cancelled and disables
+    the button while it runs. The app's context comes from :func:`export_token`."""
+    from dash import Input, Output, State
 
     @app.callback(
         Output("export-download", "data"),
         Output("export-status", "children"),
         Input("export-button", "n_clicks"),
         State("export-format", "value"),
+        State("export-app", "data"),
+        background=True,
+        progress=[Output("export-progress", "value"), Output("export-progress", "max"),
+                  Output("export-progress-label", "children")],
+        progress_default=[0, 1, ""],
+        running=[(Output("export-button", "disabled"), True, False),
+                 (Output("export-cancel", "disabled"), False, True),
+                 (Output("export-running", "style"), _RUNNING_ON, _RUNNING_OFF)],
+        cancel=[Input("export-cancel", "n_clicks")],
+        interval=EXPORT_POLL_MS,
         prevent_initial_call=True,
     )
-    def _export(n_clicks: int | None, fmt: str | None) -> tuple[Any, str]:
-        if not n_clicks:
-            return no_update, ""
-        data, status = export_payload(ctx.source, fmt or "html", time.time(), ctx.window_s)
-        return (data if data is not None else no_update), status
+    def _export(set_progress: Callable[[ExportProgress], None], n_clicks: int | None,
+                fmt: str | None, token: str | None) -> tuple[Any, str]:
+        return run_export(_EXPORT_CONTEXTS.get(token or ""), n_clicks, fmt, set_progress)

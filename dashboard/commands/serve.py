@@ -1,13 +1,19 @@
 """`queuelens serve`: run the dashboard.
 
     queuelens serve [--demo | --prometheus URL] [--host 127.0.0.1] [--port 8050]
-                    [--config FILE] [--refresh 15s]
+                    [--config FILE] [--refresh 15s] [--at TIME]
 
 No URL and no ``QUEUELENS_PROMETHEUS_URL`` → the embedded demo fleet. Binds 127.0.0.1 unless
 told otherwise (the ``HOST`` environment variable is ignored on purpose). Debug mode is never
 on. The app is served by gunicorn (one worker process, so one shared query cache, and
 threads for concurrent requests) — the same server as the production command
 ``gunicorn 'dashboard.app:create_app()'``.
+
+``--refresh`` is at least 1 s; with Prometheus and a profile that states its
+``scrape_interval`` it is also never below the scrape interval: a shorter value is raised to
+it, with a one-line note on stderr (reading faster than Prometheus scrapes shows the same
+samples again). ``--at TIME`` shows the fleet at a fixed moment (RFC 3339 or unix seconds)
+instead of now — e.g. to look back at an incident.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import ipaddress
 import sys
 from typing import Any
 
-from dashboard.cliutil import CliError, parse_duration
+from dashboard.cliutil import CliError, parse_duration, parse_time
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8050
@@ -47,7 +53,12 @@ def register(subparsers: Any) -> None:
                         help="TCP port (default: 8050)")
     parser.add_argument("--config", metavar="FILE", help="YAML profile (queues, workers, SLOs)")
     parser.add_argument("--refresh", type=parse_duration, default=DEFAULT_REFRESH_S,
-                        metavar="DURATION", help="live refresh period (default: 15s, min 1s)")
+                        metavar="DURATION",
+                        help="live refresh period (default: 15s, min 1s; never below the "
+                             "profile's scrape_interval)")
+    parser.add_argument("--at", type=parse_time, default=None, metavar="TIME",
+                        help="show the fleet at this fixed time (RFC 3339 or unix seconds) "
+                             "instead of now")
     parser.set_defaults(func=handle)
 
 
@@ -70,7 +81,7 @@ def handle(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     source = open_serve_source(args, config)
-    server = create_app(source, refresh_s=args.refresh, config=config)
+    server = create_app(source, refresh_s=args.refresh, config=config, at=args.at)
     if not _is_loopback(args.host):
         sys.stderr.write(
             f"queuelens: warning: binding {args.host} exposes the dashboard to the network "

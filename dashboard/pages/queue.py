@@ -25,7 +25,6 @@ Tests call :func:`queue_view` and :func:`render_view` directly; the Dash callbac
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -589,6 +588,6 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         State("queue-store", "data"),
     )
     def _refresh(range_key: str | None, _n: int | None, name: str | None) -> tuple[Any, ...]:
-        view = queue_view(ctx.source, name or "", range_key or DEFAULT_RANGE, time.time(),
+        view = queue_view(ctx.source, name or "", range_key or DEFAULT_RANGE, ctx.now(),
                           ctx.window_s, ctx.slo_wait_s)
         return (*render_view(view), render_verdicts(view), int(ctx.refresh_s * 1000))

@@ -29,7 +29,6 @@ Tests call :func:`measured_inputs`, :func:`parse_params`, :func:`whatif_view` an
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -553,7 +552,7 @@ def _queue_names(ctx: AppContext) -> list[str]:
     if ctx.source is None:
         return []
     try:
-        snap = ctx.source.snapshot(time.time(), ctx.window_s)
+        snap = ctx.source.snapshot(ctx.now(), ctx.window_s)
     except CollectorError:
         return []
     return sorted(q.queue for q in snap.queues)
@@ -612,7 +611,7 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Input("whatif-queue", "value"),
     )
     def _load(queue: str | None) -> tuple[Any, ...]:
-        return prefill(measured_inputs(ctx.source, queue, time.time(), ctx.window_s))
+        return prefill(measured_inputs(ctx.source, queue, ctx.now(), ctx.window_s))
 
     @app.callback(
         Output("whatif-advice", "children"),
@@ -620,7 +619,7 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Input("whatif-queue", "value"),
     )
     def _advise(queue: str | None) -> tuple[Any, int | None]:
-        mark = advisor_mark(ctx.source, queue, time.time(), ctx.window_s, ctx.slo_wait_s)
+        mark = advisor_mark(ctx.source, queue, ctx.now(), ctx.window_s, ctx.slo_wait_s)
         return render_advisor(mark), mark.workers
 
     @app.callback(

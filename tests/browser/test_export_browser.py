@@ -1,16 +1,31 @@
-"""The "Export report" control in real headless Chromium: the report downloads, and the
-downloaded HTML opens from file:// (offline) with its charts drawn."""
+"""The "Export report" control in real headless Chromium: a Dash background callback whose
+progress (each queue analysed, then rendered) shows while the button is disabled; the report
+downloads, and the downloaded HTML opens from file:// (offline) with its charts drawn; Cancel
+stops a running export (its job process is gone); and the same works under gunicorn
+(`queuelens serve`: one worker process with threads, the Dockerfile's settings)."""
 
 from __future__ import annotations
 
 import csv
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from collectors.demo import DemoSource
-from tests.support.browser import Browser
+from collectors.types import RangeData
+from dashboard.app import create_app
+from tests.support.browser import REPO, Browser, serve_wsgi
 
 pytestmark = pytest.mark.browser
 
@@ -42,6 +57,44 @@ def _choose_format(browser: Browser, value: str) -> None:
     browser.wait_for(lambda: radio.is_selected(), what=f"{value} to be chosen")
 
 
+_WATCH_EXPORT = """
+window.__qlExport = {labels: [], disabled: [], values: []};
+const label = document.getElementById('export-progress-label');
+const button = document.getElementById('export-button');
+const bar = document.getElementById('export-progress');
+new MutationObserver(() => window.__qlExport.labels.push(label.textContent))
+  .observe(label, {childList: true, subtree: true, characterData: true});
+new MutationObserver(() => window.__qlExport.disabled.push(button.disabled))
+  .observe(button, {attributes: true, attributeFilter: ['disabled']});
+new MutationObserver(() => window.__qlExport.values.push(
+    [Number(bar.getAttribute('value')), Number(bar.getAttribute('max'))]))
+  .observe(bar, {attributes: true, attributeFilter: ['value', 'max']});
+"""
+
+
+def _watch_export(browser: Browser) -> None:
+    """Record every progress text, bar value and button state change from now on."""
+    browser.find("export-progress-label")
+    browser.driver.execute_script(_WATCH_EXPORT)
+
+
+def _watched(browser: Browser) -> dict[str, list[Any]]:
+    seen: dict[str, list[Any]] = browser.driver.execute_script("return window.__qlExport;")
+    return seen
+
+
+def _assert_progress_was_shown(browser: Browser, names: Sequence[str]) -> None:
+    seen = _watched(browser)
+    pattern = re.compile(r"rendering (.+) — (\d+)/(\d+) done")
+    rendering = [m for m in map(pattern.fullmatch, seen["labels"]) if m]
+    assert rendering, f"no per-queue rendering step was shown (saw {seen['labels']!r})"
+    assert all(m.group(1) in names and m.group(3) == str(len(names)) for m in rendering)
+    assert any(0 < v < m for v, m in seen["values"]), f"bar never part-filled: {seen['values']}"
+    assert seen["disabled"][:1] == [True], "the button was not disabled while running"
+    assert seen["disabled"][-1] is False, "the button was not enabled again"
+    assert not browser.driver.find_element("id", "export-running").is_displayed()
+
+
 def test_export_downloads_reports_and_the_html_opens_offline(
     browser: Browser, tmp_path: Path
 ) -> None:
@@ -61,12 +114,16 @@ def test_export_downloads_reports_and_the_html_opens_offline(
     browser.wait_text("export-status", f"{len(names)} queues exported.")
 
     _choose_format(browser, "html")
+    _watch_export(browser)
     start = time.time()
     browser.click("export-button")
     html_file = _downloaded(browser, tmp_path, ".html", start)
     text = browser.wait_for(lambda: (t := html_file.read_text(encoding="utf-8")).endswith(
         "</html>\n") and t, what="the HTML report to be written")
     assert all(name in text for name in names)
+    browser.wait_for(lambda: _watched(browser)["disabled"][-1:] == [False],
+                     what="the export button to be enabled again")
+    _assert_progress_was_shown(browser, names)
 
     browser.driver.get(html_file.as_uri())
     browser.find("fleet-summary")
@@ -74,3 +131,121 @@ def test_export_downloads_reports_and_the_html_opens_offline(
                      what=f"{2 * len(names)} drawn charts")
     assert browser.text("report-source") == "demo"
     browser.screenshot("report")
+
+
+class _HangingSource(DemoSource):
+    """The demo, except that reading history hangs for a minute (an unresponsive server)."""
+
+    def range(self, start: float, end: float, step_s: float,
+              queues: Sequence[str] | None = None) -> RangeData:
+        time.sleep(60)
+        return super().range(start, end, step_s, queues)
+
+
+def _job_processes() -> set[int]:
+    """This process's children that are forks of it (background-callback jobs)."""
+    import psutil
+
+    me = psutil.Process()
+    exe = me.exe()
+    out = set()
+    for child in me.children(recursive=False):
+        try:
+            if child.exe() == exe and child.status() != psutil.STATUS_ZOMBIE:
+                out.add(child.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+def test_cancel_stops_a_running_export(browser: Browser) -> None:
+    before = _job_processes()
+    with serve_wsgi(create_app(_HangingSource(seed=0))) as url:
+        hanging = Browser(browser.driver, url)
+        hanging.open("/")
+        hanging.find("export-button")
+        _watch_export(hanging)
+        hanging.click("export-button")
+        hanging.wait_for(lambda: hanging.find("export-cancel").is_enabled(),
+                         what="the Cancel button to be enabled")
+        hanging.wait_text("export-progress-label", "reading the source — 0/1 done")
+        assert not hanging.find("export-button").is_enabled()
+        jobs = hanging.wait_for(lambda: _job_processes() - before, what="the export job")
+        hanging.click("export-cancel")
+        hanging.wait_for(lambda: hanging.find("export-button").is_enabled(),
+                         what="the export button to be enabled again")
+        hanging.wait_for(lambda: not (jobs & _job_processes()), timeout=10,
+                         what="the cancelled job process to end")
+        assert not hanging.driver.find_element("id", "export-running").is_displayed()
+        assert hanging.text("export-status") == ""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _server_argv(kind: str, port: int) -> list[str]:
+    if kind == "serve":
+        return ["dashboard.cli", "serve", "--demo", "--port", str(port)]
+    from tests.test_container import DOCKERFILE, gunicorn_cmd, parse_dockerfile, with_bind
+
+    return with_bind(gunicorn_cmd(parse_dockerfile(DOCKERFILE.read_text())),
+                     f"127.0.0.1:{port}")
+
+
+@pytest.fixture(scope="module", params=["serve", "dockerfile-cmd"])
+def served_demo(request: pytest.FixtureRequest) -> Iterator[str]:
+    """gunicorn with one worker process and threads, started as `queuelens serve --demo`
+    (app built before the worker forks) and as the Dockerfile's CMD (app built in the
+    worker), on the demo fleet."""
+    port = _free_port()
+    env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
+    env.pop("QUEUELENS_PROMETHEUS_URL", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *_server_argv(request.param, port)],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/health", timeout=2):
+                    break
+            except (urllib.error.URLError, OSError):  # refused, reset, timed out
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("queuelens serve did not start: " + (proc.stderr.read()
+                                                                     if proc.stderr else ""))
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+def test_export_under_gunicorn_shows_progress_and_downloads(
+    browser: Browser, served_demo: str, tmp_path: Path
+) -> None:
+    names = DemoSource(seed=0).queue_names
+    served = Browser(browser.driver, served_demo)
+    _allow_downloads(served, tmp_path)
+    served.open("/")
+    served.find("overview-table")
+    _choose_format(served, "html")
+    _watch_export(served)
+    start = time.time()
+    served.click("export-button")
+    html_file = _downloaded(served, tmp_path, ".html", start)
+    text = served.wait_for(lambda: (t := html_file.read_text(encoding="utf-8")).endswith(
+        "</html>\n") and t, what="the HTML report to be written")
+    assert all(name in text for name in names)
+    served.wait_text("export-status", f"{len(names)} queues exported.")
+    served.wait_for(lambda: _watched(served)["disabled"][-1:] == [False],
+                    what="the export button to be enabled again")
+    _assert_progress_was_shown(served, names)

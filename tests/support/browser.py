@@ -8,8 +8,9 @@
   which writes ``docs/screenshots/<name>.png`` at a fixed 1400×900 window.
 
 Fixtures (import them into a conftest.py): ``dashboard_url`` (module scope; the demo-backed
-app) and ``browser`` (module scope). Missing chromium/chromedriver fails under CI=true and
-skips elsewhere (``tests.conftest.require_binary``).
+app) and ``browser`` (module scope). For an app on another source (a real Prometheus, a fixed
+evaluation time), :func:`browse` serves it and opens Chromium on it in one step. Missing
+chromium/chromedriver fails under CI=true and skips elsewhere (``tests.conftest.require_binary``).
 """
 
 from __future__ import annotations
@@ -184,6 +185,13 @@ class Browser:
             return self.text(element_id)
         except Exception:
             return "<missing>"
+
+
+@contextmanager
+def browse(app: Any) -> Iterator[Browser]:
+    """Serve the WSGI ``app`` (e.g. ``create_app(source, at=...)``) and open Chromium on it."""
+    with serve_wsgi(app) as url, chrome_driver() as driver:
+        yield Browser(driver, url)
 
 
 @pytest.fixture(scope="module")
