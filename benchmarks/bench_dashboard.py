@@ -6,7 +6,8 @@ Prints measured figures (nothing is asserted):
 
 * overview, server side: the overview callback's work (one snapshot + one range read shared by the
   sparklines and the advisor's badges, through a cold ``CachedSource``, the advisor over every
-  queue, and the table rows) for N demo queues;
+  queue, and the table rows) for N demo queues; then two parts of it on their own: turning the
+  range frame into the advisor's per-queue histories, and the advisor over all queues;
 * overview, real browser (``--browser``; needs chromium + chromedriver): time from navigating
   to ``/`` until the table shows its first page of rows with sparklines (the first full render);
 * what-if: :func:`dashboard.pages.whatif.whatif_view` (sweep over 1–64 workers + three figures)
@@ -89,6 +90,16 @@ def main() -> int:
 
     _report(f"overview callback, cold cache ({args.queues} queues, sparklines, advisor)",
             _timed(overview_cold, args.repeats))
+    from dashboard.advice import advise_data, histories_from_frame
+
+    now = time.time()
+    snap = demo.snapshot(now, 300.0)
+    rng = demo.range(now - overview.SPARK_RANGE_S, now, overview.SPARK_STEP_S, None)
+    _report(f"  of which: range frame → {args.queues} advisor histories",
+            _timed(lambda: histories_from_frame(rng.frame), args.repeats))
+    _report(f"  of which: advisor over {args.queues} queues (histories included)",
+            _timed(lambda: advise_data(snap, rng, range_s=overview.SPARK_RANGE_S,
+                                       slo_wait_s=1.0), args.repeats))
     warm = CachedSource(demo, ttl_s=3600)
     ctx = AppContext(source=warm)
     overview.load_overview(ctx)

@@ -2,7 +2,8 @@
 
 :func:`advise_fleet` is what the ``advise`` command and the what-if page call. It reads the
 source exactly twice (``snapshot`` and ``range`` for all queues), however many queues there
-are, then runs :func:`models.advisor.advise` per queue. :func:`advise_data` does the same from
+are, then runs the advisor over all queues at once (:func:`models.advisor.advise_many`,
+the verdicts of :func:`models.advisor.advise` per queue). :func:`advise_data` does the same from
 a snapshot and range read the caller already has: the overview badges share the sparklines'
 range read and the queue page's verdict card shares its charts' read.
 :func:`history_from_range` turns the long-format :class:`collectors.types.RangeData` frame into
@@ -24,12 +25,15 @@ from collectors.errors import ConfigError
 from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
 from models.advisor import (
     HISTORY_FIELDS,
+    AdviceRequest,
     AdvisorThresholds,
     ProcessTotals,
     QueueHistory,
     Verdict,
-    advise,
+    advise_many,
+    histories_from_table,
 )
+from models.errors import ModelInputError
 
 RANGE_POINTS = 120
 """Points per queue the range read asks for (step = range / 120, at least MIN_STEP_S)."""
@@ -68,50 +72,97 @@ def history_from_range(range_data: RangeData, queue: str) -> QueueHistory:
 
 def histories_from_frame(frame: pd.DataFrame, queues: Sequence[str] | None = None
                          ) -> dict[str, QueueHistory]:
-    """Every queue's history from a long-format range frame, in one pass (numpy, no per-queue
-    pandas work, so 500 queues cost milliseconds, not seconds)."""
+    """Every queue's history from a long-format range frame, in one pass over the frame.
+
+    Equivalent to, for each queue: take its rows of the wanted signals, align them on the union
+    of their times, and for each history series use the first of its candidate signals the
+    queue has (infinite values become NaN). Done with array operations over all rows at once:
+    queue and signal names are hashed once per *run* of equal consecutive names (a range read
+    comes grouped by series), times are coded once, and every value is scattered into one
+    (series, queue, point) table; :func:`models.advisor.histories_from_table` then checks and
+    wraps the rows. 500 queues cost a few tens of milliseconds."""
     if len(frame) == 0:
         return {}
-    frame = frame[frame["signal"].isin(_WANTED_SIGNALS)]  # only what the advisor reads
-    if len(frame) == 0:
+    q_codes, q_names = run_codes(frame["queue"].to_numpy(dtype=object))
+    s_codes, s_names = run_codes(frame["signal"].to_numpy(dtype=object))
+    # Keep the rows of the wanted signals (and queues).
+    wanted_sig = [str(name) for name in s_names if str(name) in _WANTED_SIGNALS]
+    sig_slot = np.full(len(s_names), -1, dtype=np.int64)
+    for k, name in enumerate(wanted_sig):
+        sig_slot[s_names.get_loc(name)] = k
+    keep_q = np.ones(len(q_names), dtype=bool) if queues is None else \
+        np.asarray(q_names.isin(list(queues)), dtype=bool)
+    slot = np.where(s_codes >= 0, sig_slot[s_codes], -1)
+    rows = (slot >= 0) & (q_codes >= 0) & keep_q[q_codes]  # code −1: a missing name
+    if not rows.any():
         return {}
-    q_codes, q_names = pd.factorize(frame["queue"], sort=False)
-    s_codes, s_names = pd.factorize(frame["signal"], sort=False)
-    t_all = frame["t"].to_numpy(dtype=np.float64)
-    v_all = frame["value"].to_numpy(dtype=np.float64)
-    order = np.lexsort((t_all, q_codes))
-    q_sorted = q_codes[order]
-    bounds = np.flatnonzero(np.diff(q_sorted)) + 1
-    starts = np.concatenate(([0], bounds))
-    ends = np.concatenate((bounds, [len(order)]))
-    sig_code = {str(name): i for i, name in enumerate(s_names)}
-    wanted = None if queues is None else set(queues)
-    out: dict[str, QueueHistory] = {}
-    for a, b in zip(starts, ends, strict=True):
-        idx = order[a:b]
-        name = str(q_names[q_sorted[a]])
-        if wanted is not None and name not in wanted:
-            continue
-        t = t_all[idx]
-        grid = np.unique(t)
-        pos = np.searchsorted(grid, t)
-        sc = s_codes[idx]
-        vals = v_all[idx]
-        columns: dict[str, np.ndarray] = {}
-        for field_name, candidates in _SIGNALS.items():
-            for sig in candidates:
-                code = sig_code.get(sig)
-                if code is None:
-                    continue
-                mask = sc == code
-                if not mask.any():
-                    continue
-                arr = np.full(grid.shape, np.nan)
-                arr[pos[mask]] = np.where(np.isfinite(vals[mask]), vals[mask], np.nan)
-                columns[field_name] = arr
-                break
-        out[name] = QueueHistory.from_columns(grid, **columns)
-    return out
+    slot = slot[rows]
+    q_all = q_codes[rows]
+    t_all = frame["t"].to_numpy(dtype=np.float64)[rows]
+    if not np.all(np.isfinite(t_all)):
+        raise ModelInputError("history times must be finite numbers.")
+    v_all = frame["value"].to_numpy(dtype=np.float64)[rows]
+    v_all = np.where(np.isfinite(v_all), v_all, np.nan)
+    # Queues present, renumbered 0..Q-1 in order of first appearance.
+    used_q = np.flatnonzero(np.bincount(q_all, minlength=len(q_names)))
+    q_new = np.full(len(q_names), -1, dtype=np.int64)
+    q_new[used_q] = np.arange(used_q.size)
+    q_all = q_new[q_all]
+    n_q = used_q.size
+    # Each queue's time grid = the sorted union of its times: a row's point index is the
+    # rank of its time within its queue.
+    t_codes, t_uniq = pd.factorize(t_all, sort=True)
+    n_t = len(t_uniq)
+    if n_q * n_t <= _DENSE_CELLS_MAX:
+        present = np.zeros((n_q, n_t), dtype=bool)
+        present[q_all, t_codes] = True
+        lengths = present.sum(axis=1)
+        rank = np.cumsum(present, axis=1) - 1
+        point = rank[q_all, t_codes]
+    else:  # many distinct times: rank the (queue, time) pairs by sorting them instead
+        pairs, pair_of_row = np.unique(q_all * n_t + t_codes, return_inverse=True)
+        pair_q = pairs // n_t
+        first = np.searchsorted(pair_q, np.arange(n_q))
+        lengths = np.diff(np.append(first, pairs.size))
+        point = pair_of_row - first[q_all]
+    width = int(lengths.max())
+    times = np.full((n_q, width), np.nan)
+    times[q_all, point] = np.asarray(t_uniq, dtype=np.float64)[t_codes]
+    table = np.full((len(wanted_sig), n_q, width), np.nan)
+    table[slot, q_all, point] = v_all
+    has = np.zeros((n_q, len(wanted_sig)), dtype=bool)
+    has[q_all, slot] = True
+    columns: dict[str, np.ndarray] = {}
+    for field_name, candidates in _SIGNALS.items():
+        col: np.ndarray | None = None
+        for sig in reversed(candidates):  # the first candidate a queue has wins
+            if sig not in wanted_sig:
+                continue
+            k = wanted_sig.index(sig)
+            if col is None:
+                col = np.full((n_q, width), np.nan)
+            col[has[:, k]] = table[k][has[:, k]]
+        if col is not None:
+            columns[field_name] = col
+    built = histories_from_table(times, lengths, columns)
+    return {str(q_names[q]): h for q, h in zip(used_q.tolist(), built, strict=True)}
+
+
+_DENSE_CELLS_MAX = 4_000_000
+"""Above this many (queue, distinct time) cells the point ranks are found by sorting."""
+
+
+def run_codes(values: np.ndarray) -> tuple[np.ndarray, pd.Index]:
+    """(codes, uniques) like ``pd.factorize`` of an object array, hashing only the first
+    value of each run of equal consecutive values: a range frame repeats each queue and
+    signal name many times in a row, and hashing 400,000 Python strings costs tens of ms."""
+    if values.size == 0:
+        return np.empty(0, dtype=np.int64), pd.Index([])
+    heads = np.flatnonzero(values[1:] != values[:-1]) + 1
+    starts = np.concatenate(([0], heads))
+    codes, uniques = pd.factorize(values[starts])
+    return np.repeat(codes.astype(np.int64), np.diff(np.append(starts, values.size))), \
+        pd.Index(uniques)
 
 
 @dataclass(frozen=True)
@@ -238,15 +289,17 @@ def advise_data(
         warnings += [w for w in rng.warnings if w not in warnings]
         histories = histories_from_frame(rng.frame, [queue] if queue is not None else None)
     totals = process_totals(snap.queues)
-    out = []
+    requests = []
     for q in chosen:
         pk = process_key(q)
-        verdicts = advise(
-            q, histories.get(q.queue), slo_wait_s=slo_wait_s, thresholds=thresholds,
-            keys=(keys or {}).get(q.queue),
+        requests.append(AdviceRequest(
+            q, histories.get(q.queue), keys=(keys or {}).get(q.queue),
             process=totals.get(pk) if pk is not None else None,
-        )
-        out.append(QueueAdvice(q.queue, verdicts, dict(q.labels)))
+        ))
+    # One batched call: the queueing models run vectorized over all queues at once.
+    verdicts = advise_many(requests, slo_wait_s=slo_wait_s, thresholds=thresholds)
+    out = [QueueAdvice(q.queue, v, dict(q.labels))
+           for q, v in zip(chosen, verdicts, strict=True)]
     return FleetAdvice(
         at=snap.at, window_s=snap.window_s, range_s=range_s, source=snap.source,
         slo_wait_s=slo_wait_s, queues=tuple(out), warnings=tuple(warnings),

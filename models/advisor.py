@@ -16,9 +16,12 @@ live in :class:`AdvisorThresholds` (field metadata ``signal`` and ``reason``, li
 * the API client (``rest_client_*``) is per process: its QPS budget is shared by every
   controller of the process, so the ceiling is process-wide.
 
-Queueing numbers (the wait at a worker count) come from :func:`models.whatif.whatif_sweep`
-(M/M/c, or the finite-key M/M/c//K model when the key count is known), the backlog trend from
+Queueing numbers (the wait at a worker count) come from the what-if sweep
+(:func:`models.whatif.whatif_tables`, the column form of :func:`models.whatif.whatif_sweep`:
+M/M/c, or the finite-key M/M/c//K model when the key count is known), the backlog trend from
 :mod:`models.fluid`, the contention curve from :func:`models.contention.fit_usl`.
+:func:`advise_many` gives the same verdicts for a whole fleet, with the queueing figures of
+every queue computed in a few vectorized calls.
 
 Verdict kinds are stable identifiers (:data:`KINDS`); :func:`advise` returns them ordered by
 impact: severity first (critical, warning, info, ok), then the order of :data:`KINDS`.
@@ -27,7 +30,7 @@ impact: severity first (critical, warning, info, ok), then the order of :data:`K
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -39,7 +42,13 @@ from models.contention import fit_usl, usl_slowdown
 from models.errors import ModelInputError
 from models.fluid import fluid_summary
 from models.queueing import erlang_c
-from models.whatif import MAX_WORKERS, WhatIfInputs, WhatIfResult, WhatIfRow, whatif_sweep
+from models.whatif import (
+    MAX_WORKERS,
+    WhatIfInputs,
+    WhatIfRow,
+    WhatIfTable,
+    whatif_tables,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -213,6 +222,53 @@ class QueueHistory:
     def available(self, name: str) -> int:
         """How many measured (finite) points a series has."""
         return int(np.count_nonzero(np.isfinite(getattr(self, name))))
+
+
+def histories_from_table(
+    t_s: npt.ArrayLike, lengths: npt.ArrayLike, columns: Mapping[str, npt.ArrayLike]
+) -> list[QueueHistory]:
+    """Many histories from padded 2-D arrays, checked once for all of them.
+
+    Row ``i`` of ``t_s`` (shape (N, L)) and of each column holds history ``i``'s first
+    ``lengths[i]`` points (the rest of the row is ignored); absent series are all-NaN. The
+    checks are those of :class:`QueueHistory` (finite, strictly increasing times; no infinite
+    value), run as a few array operations instead of 16 small ones per history, which is what
+    makes 500 histories cost a millisecond instead of tens of them.
+    """
+    t = np.asarray(t_s, dtype=np.float64)
+    n = np.asarray(lengths, dtype=np.int64)
+    if t.ndim != 2 or n.shape != t.shape[:1] or np.any(n < 0) or np.any(n > t.shape[1]):
+        raise ModelInputError(
+            "history tables need times of shape (histories, points) and one length per "
+            "history, at most the number of points.")
+    unknown = sorted(set(columns) - set(HISTORY_FIELDS))
+    if unknown:
+        raise ModelInputError(f"unknown history series: {', '.join(unknown)}.")
+    used = np.arange(t.shape[1]) < n[:, np.newaxis]
+    if not np.all(np.isfinite(t[used])):
+        raise ModelInputError("history times must be finite numbers.")
+    if t.shape[1] > 1 and np.any((np.diff(t, axis=1) <= 0) & used[:, 1:]):
+        raise ModelInputError("history times must be strictly increasing.")
+    values: dict[str, FloatArray] = {}
+    for name in HISTORY_FIELDS:
+        if name not in columns:
+            continue
+        arr = np.asarray(columns[name], dtype=np.float64)
+        if arr.shape != t.shape:
+            raise ModelInputError(
+                f"history series {name} has shape {arr.shape} but the times have {t.shape}.")
+        if np.any(np.isinf(arr[used])):
+            raise ModelInputError(f"history series {name} contains an infinite value.")
+        values[name] = arr
+    out = []
+    for i, k in enumerate(n.tolist()):
+        h = object.__new__(QueueHistory)  # checked above, for every history at once
+        object.__setattr__(h, "t_s", t[i, :k])
+        for name in HISTORY_FIELDS:
+            col = values.get(name)
+            object.__setattr__(h, name, col[i, :k] if col is not None else np.full(k, np.nan))
+        out.append(h)
+    return out
 
 
 @dataclass(frozen=True)
@@ -445,6 +501,11 @@ class Verdict:
 
 
 def _clean(value: Any) -> Any:
+    kind = type(value)  # fast paths for the common exact types; the same results as below
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
     if isinstance(value, Mapping):
         return MappingProxyType({str(k): _clean(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
@@ -507,10 +568,10 @@ def _pairs(history: QueueHistory | None, *names: str) -> tuple[FloatArray, ...] 
     if history is None:
         return None
     cols = [np.asarray(getattr(history, n), dtype=np.float64) for n in names]
-    ok = np.ones(history.t_s.shape, dtype=bool)
-    for c in cols:
+    ok = np.isfinite(cols[0])
+    for c in cols[1:]:
         ok &= np.isfinite(c)
-    if int(np.count_nonzero(ok)) == 0:
+    if not ok.any():
         return None
     return tuple(c[ok] for c in (history.t_s, *cols))
 
@@ -547,6 +608,10 @@ class _Ctx:
     lam_design: float | None
     notes: dict[str, str]
     """rule -> why it could not be evaluated."""
+    sweeps: dict[float, WhatIfTable] = field(default_factory=dict)
+    """Sizing sweeps by arrival rate: filled on first use, or in advance by :func:`advise_many`."""
+    mmc: tuple[float, float] | None = None
+    """(Wq, Lq) of M/M/c at (λ, μ, c) for the hot-key rule, when computed in advance."""
 
 
 def advise(
@@ -568,14 +633,70 @@ def advise(
     ``client_qps``: the client's configured QPS limit, if known, for the API ceiling.
     """
     th = thresholds or AdvisorThresholds()
+    _check_options(slo_wait_s, client_qps, keys)
+    ctx = _context(signals, history, th, slo_wait_s, keys)
+    return _run(ctx, process, client_qps)
+
+
+@dataclass(frozen=True)
+class AdviceRequest:
+    """One queue for :func:`advise_many`: the arguments :func:`advise` takes per queue."""
+
+    signals: QueueSignals
+    history: QueueHistory | None = None
+    keys: int | None = None
+    process: ProcessTotals | None = None
+
+
+def advise_many(
+    requests: Sequence[AdviceRequest],
+    *,
+    slo_wait_s: float = 1.0,
+    thresholds: AdvisorThresholds | None = None,
+    client_qps: float | None = None,
+) -> list[tuple[Verdict, ...]]:
+    """:func:`advise` for many queues: the same verdicts, in the order of ``requests``.
+
+    The queueing figures the rules may need — the sizing sweep at the design demand (and at
+    the current demand for an overloaded queue) and the M/M/c wait for the hot-key rule — are
+    computed for all queues up front, in a few vectorized calls
+    (:func:`models.whatif.whatif_tables`, :func:`models.queueing.erlang_c` over arrays), instead
+    of one small sweep per queue and rule. Each element goes through the same arithmetic as in
+    :func:`advise`, so the verdicts and their numbers are identical; an input the batch cannot
+    take is left to the per-queue path, which raises the same error :func:`advise` would.
+    """
+    th = thresholds or AdvisorThresholds()
+    _check_options(slo_wait_s, client_qps)
+    ctxs: list[_Ctx | ModelInputError] = []
+    for r in requests:
+        try:
+            ctxs.append(_context(r.signals, r.history, th, slo_wait_s, r.keys, design=False))
+        except ModelInputError as exc:  # raised in its turn below, as advise would
+            ctxs.append(exc)
+    ready = [ctx for ctx in ctxs if isinstance(ctx, _Ctx)]
+    _design_demands(ready)
+    _prepare(ready)
+    out = []
+    for ctx, r in zip(ctxs, requests, strict=True):
+        if isinstance(ctx, ModelInputError):
+            raise ctx
+        out.append(_run(ctx, r.process, client_qps))
+    return out
+
+
+def _check_options(slo_wait_s: float, client_qps: float | None, keys: int | None = None
+                   ) -> None:
     if not (isinstance(slo_wait_s, int | float) and math.isfinite(slo_wait_s) and slo_wait_s > 0):
         raise ModelInputError(
             f"the wait SLO must be a positive number of seconds, got {slo_wait_s!r}.")
-    if keys is not None and (isinstance(keys, bool) or not isinstance(keys, int) or keys < 1):
-        raise ModelInputError(f"the key count must be a whole number of at least 1, got {keys!r}.")
+    _check_keys(keys)
     if client_qps is not None and not (math.isfinite(client_qps) and client_qps > 0):
         raise ModelInputError(f"client QPS must be a positive number, got {client_qps!r}.")
 
+
+def _context(signals: QueueSignals, history: QueueHistory | None, th: AdvisorThresholds,
+             slo_wait_s: float, keys: int | None, *, design: bool = True) -> _Ctx:
+    _check_keys(keys)
     lam = _num(signals.arrival_rate_per_s)
     svc = _num(signals.service_mean_s)
     w = _num(signals.workers)
@@ -585,8 +706,70 @@ def advise(
         raise ModelInputError(f"the arrival rate must not be negative, got {lam!r}.")
     if svc is not None and svc <= 0:
         ctx.svc = svc = None
-    ctx.lam_design = _design_demand(ctx)
+    if design:
+        ctx.lam_design = _design_demand(ctx)
+    return ctx
 
+
+def _check_keys(keys: int | None) -> None:
+    if keys is not None and (isinstance(keys, bool) or not isinstance(keys, int) or keys < 1):
+        raise ModelInputError(f"the key count must be a whole number of at least 1, got {keys!r}.")
+
+
+def _prepare(ctxs: Iterable[_Ctx]) -> None:
+    """Fill ``ctx.sweeps`` and ``ctx.mmc`` for every queue in a few vectorized calls.
+
+    A superset of what the rules will read (a sweep nobody reads costs a few array elements).
+    Left to the per-queue path, which computes them on first use: finite-key sweeps (solved
+    one by one anyway, and slow, so only when a rule reads them) and inputs the models would
+    reject (so the per-queue path raises as :func:`advise` does)."""
+    sweeps: list[tuple[_Ctx, float, WhatIfInputs]] = []
+    hot: list[tuple[_Ctx, float, float, int]] = []
+    for ctx in ctxs:
+        lam, svc, c = ctx.lam, ctx.svc, ctx.c
+        if lam is None or svc is None or c is None:
+            continue
+        rates = {ctx.lam_design if ctx.lam_design is not None else lam}
+        try:
+            capacity = c / svc
+            if lam / capacity >= ctx.th.overload_ratio and lam - capacity > 0:
+                rates.add(lam)  # the backlog rule sizes at the current demand
+        except (OverflowError, ZeroDivisionError):
+            pass
+        for rate in rates if ctx.keys is None else ():
+            try:
+                sweeps.append((ctx, rate, _sizing_inputs(ctx, rate)))
+            except (ModelInputError, OverflowError, ValueError):
+                continue
+        if lam > 0 and lam * svc < c and math.isfinite(1.0 / svc):
+            hot.append((ctx, lam, 1.0 / svc, c))
+    try:
+        tables = whatif_tables([inp for _, _, inp in sweeps])
+    except ModelInputError:  # rare (absurd inputs): one by one, leaving out those that fail
+        tables = []
+        for sw in list(sweeps):
+            try:
+                tables.extend(whatif_tables([sw[2]]))
+            except ModelInputError:
+                sweeps.remove(sw)
+    for (ctx, rate, _), table in zip(sweeps, tables, strict=True):
+        ctx.sweeps[rate] = table
+    # One Erlang C call per size class of c (the recursion runs to the largest c of a call).
+    classes: dict[int, list[tuple[_Ctx, float, float, int]]] = {}
+    for h in hot:
+        classes.setdefault(h[3].bit_length(), []).append(h)
+    for group in classes.values():
+        try:
+            mmc = erlang_c([h[1] for h in group], [h[2] for h in group], [h[3] for h in group])
+        except ModelInputError:
+            continue  # left to the per-queue path
+        for (ctx, *_), wq, lq in zip(group, mmc.wait_mean_s.tolist(),
+                                     mmc.queue_length_mean.tolist(), strict=True):
+            ctx.mmc = (float(wq), float(lq))
+
+
+def _run(ctx: _Ctx, process: ProcessTotals | None, client_qps: float | None) -> tuple[Verdict, ...]:
+    signals, lam, svc, c = ctx.s, ctx.lam, ctx.svc, ctx.c
     out: list[Verdict] = []
     stuck = _stuck_workers(ctx)
     storm = _retry_storm(ctx)
@@ -636,6 +819,25 @@ def _design_demand(ctx: _Ctx) -> float | None:
     return max(ctx.lam, float(np.quantile(p[1], ctx.th.design_quantile)))
 
 
+def _design_demands(ctxs: Sequence[_Ctx]) -> None:
+    """:func:`_design_demand` for many queues: one ``np.quantile`` per history length (rows
+    of a 2-D array) instead of one call per queue — the same numbers."""
+    by_size: dict[int, list[tuple[_Ctx, float, FloatArray]]] = {}
+    for ctx in ctxs:
+        lam = ctx.lam
+        if lam is None:
+            continue
+        ctx.lam_design = lam
+        p = _pairs(ctx.h, "arrival_rate_per_s")
+        if p is not None and p[0].size >= ctx.th.min_history_points:
+            by_size.setdefault(p[1].size, []).append((ctx, lam, p[1]))
+    for group in by_size.values():
+        q = group[0][0].th.design_quantile
+        rows = np.quantile(np.stack([arr for *_, arr in group]), q, axis=1)
+        for (ctx, lam, _), v in zip(group, rows.tolist(), strict=True):
+            ctx.lam_design = max(lam, float(v))
+
+
 def _demand_cv(ctx: _Ctx) -> float | None:
     p = _pairs(ctx.h, "arrival_rate_per_s")
     if p is None or p[0].size < ctx.th.min_history_points or p[1].mean() <= 0:
@@ -672,15 +874,17 @@ def _stuck_workers(ctx: _Ctx) -> Verdict | None:
         return None
     normal = max(_num(s.work_p99_s) or 0.0, ctx.svc or 0.0)
     floor_s = max(th.stuck_longest_min_s, th.stuck_longest_vs_p99 * normal)
+    long_enough = longest is not None and longest >= floor_s
+    if not long_enough:
+        return None  # nothing else can make it stuck (the trend below only confirms)
     slope = None
     p = _pairs(ctx.h, "longest_running_s")
     if p is not None and p[0].size >= th.min_history_points:
         tail = max(int(th.min_history_points), p[0].size // 3)  # the recent third of the range
         slope = _slope(p[0][-tail:], p[1][-tail:])
-    long_enough = longest is not None and longest >= floor_s
     growing = growth is not None and growth >= th.stuck_growth_min
     rising = slope is not None and slope >= th.stuck_slope_min
-    if not (long_enough and (growing or rising)):
+    if not (growing or rising):
         return None
     stuck_items = growth if growth is not None and growth > 0 else None
     conf = _margin_conf((longest or 0.0) / floor_s, 0.6) + (0.1 if growing and rising else 0.0)
@@ -966,9 +1170,7 @@ def _hot_key(ctx: _Ctx) -> Verdict | None:
         return None
     if lam * svc >= c:
         return None
-    mmc = erlang_c(lam, 1.0 / svc, c)
-    wq_pred = float(mmc.wait_mean_s)
-    lq_pred = float(mmc.queue_length_mean)
+    wq_pred, lq_pred = ctx.mmc if ctx.mmc is not None else _mmc(lam, svc, c)
     tiny = 1e-9
     depth_x = depth / max(lq_pred, tiny) if depth is not None else None
     wait_x = wait / max(wq_pred, tiny) if wait is not None else None
@@ -1044,13 +1246,32 @@ def _long_passes(ctx: _Ctx) -> Verdict | None:
 # --- capacity rules ----------------------------------------------------------------------
 
 
-def _sweep(ctx: _Ctx, lam: float, workers_max: int) -> WhatIfResult:
-    assert ctx.svc is not None
-    return whatif_sweep(WhatIfInputs(
-        arrival_rate_per_s=lam, service_mean_s=ctx.svc, keys=ctx.keys,
-        workers_min=1, workers_max=min(max(workers_max, 2), MAX_WORKERS),
+def _mmc(lam: float, svc: float, c: int) -> tuple[float, float]:
+    mmc = erlang_c(lam, 1.0 / svc, c)
+    return float(mmc.wait_mean_s), float(mmc.queue_length_mean)
+
+
+def _sizing_inputs(ctx: _Ctx, lam: float) -> WhatIfInputs:
+    """The sweep :func:`_sizing` runs at λ: c = 1 .. max(2c, target + 2, ⌈λ·E[S]⌉ + 8, 16)."""
+    _, svc, c = _core(ctx)
+    load = lam * svc
+    hi = max(2 * c, _for_target(ctx, load) + 2, math.ceil(load) + 8, 16)
+    return WhatIfInputs(
+        arrival_rate_per_s=lam, service_mean_s=svc, keys=ctx.keys,
+        workers_min=1, workers_max=min(max(hi, 2), MAX_WORKERS),
         slo_wait_s=ctx.slo_s, slo_quantile=ctx.th.slo_quantile,
-    ))
+    )
+
+
+def _for_target(ctx: _Ctx, load: float) -> int:
+    return max(1, math.ceil(load / ctx.th.util_target - 1e-9))
+
+
+def _sweep(ctx: _Ctx, lam: float) -> WhatIfTable:
+    table = ctx.sweeps.get(lam)
+    if table is None:
+        table = ctx.sweeps[lam] = whatif_tables([_sizing_inputs(ctx, lam)])[0]
+    return table
 
 
 def _meets(row: WhatIfRow, ctx: _Ctx) -> bool:
@@ -1058,25 +1279,21 @@ def _meets(row: WhatIfRow, ctx: _Ctx) -> bool:
     return row.stable and p is not None and p <= 1.0 - ctx.th.slo_quantile + 1e-12
 
 
-def _row(result: WhatIfResult, workers: int) -> WhatIfRow | None:
-    for r in result.rows:
-        if r.workers == workers:
-            return r
-    return None
+def _row(result: WhatIfTable, workers: int) -> WhatIfRow | None:
+    return result.row(workers)
 
 
-def _sizing(ctx: _Ctx, lam: float) -> tuple[int | None, int | None, WhatIfResult]:
+def _sizing(ctx: _Ctx, lam: float) -> tuple[int | None, int | None, WhatIfTable]:
     """(smallest c meeting the SLO at λ, recommended c with the utilization target, sweep)."""
-    _, svc, c = _core(ctx)
-    load = lam * svc
-    for_target = max(1, math.ceil(load / ctx.th.util_target - 1e-9))
-    hi = max(2 * c, for_target + 2, math.ceil(load) + 8, 16)
-    res = _sweep(ctx, lam, hi)
-    slo_c = next((r.workers for r in res.rows if _meets(r, ctx)), None)
-    if slo_c is None:
+    _, svc, _ = _core(ctx)
+    for_target = _for_target(ctx, lam * svc)
+    res = _sweep(ctx, lam)
+    meets = np.flatnonzero(res.meets_slo(ctx.th.slo_quantile))
+    if meets.size == 0:
         return None, None, res
+    slo_c = int(res.workers[meets[0]])
     rec = max(slo_c, for_target)
-    return slo_c, min(rec, res.rows[-1].workers), res
+    return slo_c, min(rec, int(res.workers[-1])), res
 
 
 def _row_evidence(row: WhatIfRow | None, prefix: str) -> dict[str, Any]:

@@ -31,6 +31,7 @@ if nothing is stable: None, with a reason.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -328,3 +329,183 @@ def _quantile_of_row(
             )
         )
     return v if math.isfinite(v) else None
+
+
+# --------------------------------------------------------------------------------------------
+# Column form and batches (many sweeps in one vectorized pass)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class WhatIfTable:
+    """A what-if sweep as columns (one array element per worker count), without the
+    recommendation: what :func:`whatif_sweep` computes, before it builds one
+    :class:`WhatIfRow` per worker count. :func:`whatif_tables` builds many of them at once.
+
+    ``stable`` is boolean; every other column is float64 and holds the raw model value
+    (±inf or NaN where :class:`WhatIfRow` has None). ``p_wait_over_slo`` is all-NaN without an
+    SLO. :meth:`row` and :meth:`result` give exactly the rows and result of
+    :func:`whatif_sweep` for the same inputs.
+    """
+
+    inputs: WhatIfInputs
+    model: str
+    workers: npt.NDArray[np.int64]
+    utilization: npt.NDArray[np.float64]
+    stable: npt.NDArray[np.bool_]
+    p_wait: npt.NDArray[np.float64]
+    wait_mean_s: npt.NDArray[np.float64]
+    response_mean_s: npt.NDArray[np.float64]
+    wait_p95_s: npt.NDArray[np.float64]
+    p_wait_over_slo: npt.NDArray[np.float64]
+    throughput_per_s: npt.NDArray[np.float64]
+    service_rate_per_worker_per_s: npt.NDArray[np.float64]
+    decay_per_s: npt.NDArray[np.float64]
+    """Tail decay of the infinite-population models (NaN for finite keys): used only for
+    wait quantiles other than p95."""
+
+    def row(self, workers: int) -> WhatIfRow | None:
+        """The row of one worker count, or None outside the swept range."""
+        i = workers - int(self.workers[0]) if self.workers.size else -1
+        if not 0 <= i < self.workers.size:
+            return None
+        stable = bool(self.stable[i])
+        return WhatIfRow(
+            workers=int(self.workers[i]),
+            utilization=float(self.utilization[i]),
+            stable=stable,
+            p_wait=_opt(self.p_wait[i], stable),
+            wait_mean_s=_opt(self.wait_mean_s[i], stable),
+            response_mean_s=_opt(self.response_mean_s[i], stable),
+            wait_p95_s=_opt(self.wait_p95_s[i], stable),
+            p_wait_over_slo=None if self.inputs.slo_wait_s is None
+            else _opt(self.p_wait_over_slo[i], stable),
+            throughput_per_s=float(self.throughput_per_s[i]),
+            service_rate_per_worker_per_s=float(self.service_rate_per_worker_per_s[i]),
+        )
+
+    def meets_slo(self, quantile: float) -> npt.NDArray[np.bool_]:
+        """Per worker count: stable and P(wait > SLO) ≤ 1 − quantile (all False without an
+        SLO) — the test :func:`whatif_sweep`'s recommendation applies to each row."""
+        if self.inputs.slo_wait_s is None:
+            return np.zeros(self.workers.shape, dtype=np.bool_)
+        p = self.p_wait_over_slo
+        with np.errstate(invalid="ignore"):
+            ok = self.stable & np.isfinite(p) & (p <= 1.0 - quantile + 1e-12)
+        return np.asarray(ok, dtype=np.bool_)
+
+    def rows(self) -> tuple[WhatIfRow, ...]:
+        out = []
+        for w in self.workers.tolist():
+            r = self.row(int(w))
+            assert r is not None
+            out.append(r)
+        return tuple(out)
+
+    def result(self) -> WhatIfResult:
+        """The full :class:`WhatIfResult` (rows and recommendation), as :func:`whatif_sweep`."""
+        rows = self.rows()
+        cols: dict[str, npt.NDArray[np.float64]] = {
+            "p_wait": self.p_wait, "stable": self.stable.astype(np.float64),
+            "wait_p95_s": self.wait_p95_s, "_decay": self.decay_per_s,
+        }
+        return WhatIfResult(self.inputs, self.model, rows,
+                            _recommend(self.inputs, rows, cols, self.workers))
+
+
+_BATCH_FIELDS = ("utilization", "p_wait", "wait_mean_s", "response_mean_s", "wait_p95_s",
+                 "throughput_per_s")
+
+
+def whatif_tables(inputs: Sequence[WhatIfInputs]) -> list[WhatIfTable]:
+    """:func:`whatif_sweep` for many inputs, as :class:`WhatIfTable` columns, in a few
+    vectorized passes instead of one per input.
+
+    Every input is validated first (the first invalid one raises ModelInputError, as
+    :func:`whatif_sweep` would). The M/M/c and G/G/c inputs are evaluated together: their
+    worker ranges are concatenated into one array per size class (largest worker count within
+    a power of two, so the Erlang B recursion for one large sweep does not run over every other
+    input's elements) and :func:`models.queueing.ggc_wait` is called once per class. Each element
+    goes through the same arithmetic as in the single sweep, so the numbers are identical.
+    Finite-key inputs are solved one by one (their state space depends on the key count).
+    """
+    for inp in inputs:
+        validate_inputs(inp)
+    out: list[WhatIfTable | None] = [None] * len(inputs)
+    infinite: dict[int, list[int]] = {}
+    for i, inp in enumerate(inputs):
+        if inp.keys is not None:
+            out[i] = _finite_keys_table(inp)
+        else:
+            infinite.setdefault(int(inp.workers_max).bit_length(), []).append(i)
+    for group in infinite.values():
+        for i, table in zip(group, _infinite_tables([inputs[i] for i in group]), strict=True):
+            out[i] = table
+    return [t for t in out if t is not None]
+
+
+def _mu_c(inp: WhatIfInputs, c: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    mu = 1.0 / inp.service_mean_s
+    if inp.sigma is not None and inp.kappa is not None:
+        return np.asarray(mu / usl_slowdown(c, inp.sigma, inp.kappa), dtype=np.float64)
+    return np.full(c.shape, mu)
+
+
+def _model_name(inp: WhatIfInputs) -> str:
+    if inp.keys is not None:
+        return "M/M/c//K finite keys (machine-repairman)"
+    if inp.arrival_cv2 == 1.0 and inp.service_cv2 == 1.0:
+        return "M/M/c (Erlang C)"
+    return "G/G/c (Allen–Cunneen approximation)"
+
+
+def _finite_keys_table(inp: WhatIfInputs) -> WhatIfTable:
+    assert inp.keys is not None
+    c = np.arange(inp.workers_min, inp.workers_max + 1, dtype=np.int64)
+    mu_c = _mu_c(inp, c)
+    cols = _finite_keys_columns(inp.keys, float(inp.arrival_rate_per_s), mu_c, c,
+                                inp.slo_wait_s)
+    nan = np.full(c.shape, np.nan)
+    return WhatIfTable(
+        inp, _model_name(inp), c,
+        stable=np.ones(c.shape, dtype=np.bool_),
+        p_wait_over_slo=np.asarray(cols.get("over_slo", nan), dtype=np.float64),
+        service_rate_per_worker_per_s=mu_c, decay_per_s=nan,
+        **{k: np.asarray(cols[k], dtype=np.float64) for k in _BATCH_FIELDS},
+    )
+
+
+def _infinite_tables(inputs: Sequence[WhatIfInputs]) -> list[WhatIfTable]:
+    lo = np.array([inp.workers_min for inp in inputs], dtype=np.int64)
+    hi = np.array([inp.workers_max for inp in inputs], dtype=np.int64)
+    sizes = hi - lo + 1
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    total = int(ends[-1]) if len(inputs) else 0
+    # c runs lo..hi within each input's slice of the concatenation.
+    c = np.arange(total, dtype=np.int64) + np.repeat(lo - starts, sizes)
+    lam = np.repeat(np.array([float(inp.arrival_rate_per_s) for inp in inputs]), sizes)
+    ca2 = np.repeat(np.array([float(inp.arrival_cv2) for inp in inputs]), sizes)
+    cs2 = np.repeat(np.array([float(inp.service_cv2) for inp in inputs]), sizes)
+    # A missing SLO is evaluated at 1 s and its column discarded (per input, below).
+    slo = np.repeat(np.array([1.0 if inp.slo_wait_s is None else float(inp.slo_wait_s)
+                              for inp in inputs]), sizes)
+    mu_c = np.repeat(np.array([1.0 / inp.service_mean_s for inp in inputs]), sizes)
+    for i, inp in enumerate(inputs):
+        if inp.sigma is not None:
+            part = slice(int(starts[i]), int(ends[i]))
+            mu_c[part] = _mu_c(inp, c[part])
+    cols = _infinite_columns(lam, mu_c, c, ca2, cs2, slo)  # type: ignore[arg-type]
+    stable = cols["stable"] != 0.0
+    tables = []
+    for i, inp in enumerate(inputs):
+        part = slice(int(starts[i]), int(ends[i]))
+        tables.append(WhatIfTable(
+            inp, _model_name(inp), c[part],
+            stable=stable[part],
+            p_wait_over_slo=cols["over_slo"][part] if inp.slo_wait_s is not None
+            else np.full(int(sizes[i]), np.nan),
+            service_rate_per_worker_per_s=mu_c[part], decay_per_s=cols["_decay"][part],
+            **{k: cols[k][part] for k in _BATCH_FIELDS},
+        ))
+    return tables

@@ -29,7 +29,13 @@ from dash import Input, Output, dash_table, dcc, html
 
 from collectors.errors import CollectorError
 from collectors.types import RangeData, Snapshot
-from dashboard.advice import DASHBOARD_RANGE_S, DASHBOARD_STEP_S, FleetAdvice, advise_data
+from dashboard.advice import (
+    DASHBOARD_RANGE_S,
+    DASHBOARD_STEP_S,
+    FleetAdvice,
+    advise_data,
+    run_codes,
+)
 from dashboard.context import AppContext, register_page
 from dashboard.figures import sparkline_text
 from models.advisor import SEVERITIES
@@ -97,17 +103,18 @@ def sparklines(data: RangeData, width: int = SPARK_WIDTH) -> dict[str, str]:
     frame = data.frame
     if len(frame) == 0:
         return {}
-    present = set(frame["signal"].unique())
+    codes, present = run_codes(frame["signal"].to_numpy(dtype=object))
     signal = next((s for s in SPARK_SIGNALS if s in present), None)
     if signal is None:
         return {}
-    sub = frame[frame["signal"] == signal]
+    rows = codes == present.get_loc(signal)
     grid = data.start + data.step_s * np.arange(
         math.floor((data.end - data.start) / data.step_s + 1e-9) + 1)
-    index = np.rint((sub["t"].to_numpy(np.float64) - data.start) / data.step_s).astype(np.int64)
+    t = frame["t"].to_numpy(np.float64)[rows]
+    index = np.rint((t - data.start) / data.step_s).astype(np.int64)
     ok = (index >= 0) & (index < len(grid))
-    names = sub["queue"].to_numpy()[ok]
-    values = sub["value"].to_numpy(np.float64)[ok]
+    names = frame["queue"].to_numpy(dtype=object)[rows][ok]
+    values = frame["value"].to_numpy(np.float64)[rows][ok]
     index = index[ok]
     out: dict[str, str] = {}
     codes, uniques = pd.factorize(names)
@@ -203,7 +210,7 @@ def load_overview(ctx: AppContext, now: float | None = None
     ``range`` read whatever the number of queues — an unavailable source is a sentence."""
     if ctx.source is None:
         return [], "", "No data source is configured."
-    now = time.time() if now is None else now
+    now = ctx.now() if now is None else now
     try:
         snapshot = ctx.source.snapshot(now, ctx.window_s)
     except CollectorError as exc:
