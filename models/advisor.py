@@ -356,6 +356,11 @@ class AdvisorThresholds:
         0.01, "429 responses / all API calls of the process",
         "the apiserver (APF) answers 429 only when it is rejecting the process's requests; a "
         "sustained 1 % already means the API budget is the bottleneck")
+    contention_util_min: float = _th(
+        0.1, "busy workers / c of the queue, when the only contention signs are process-wide "
+        "(429/409 share, client limiter time)",
+        "a queue under 10 % busy is not asking for more workers; the process's API limits are "
+        "reported on the queues that are loaded, instead of on every queue of the process")
     share_409_min: float = _th(
         0.05, "409 responses / all API calls of the process",
         "conflicts above 5 % cost a re-read and a retry per write")
@@ -464,7 +469,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("backlog_growing", "λ / (c·μ), fluid growth λ − c·μ", "overload_ratio"),
     ("contention", "USL fit (busy workers → throughput), work-duration inflation, 429/409 "
      "share, client limiter time", "usl_efficiency_max, usl_r2_min, inflation_*, share_429_min, "
-     "share_409_min, corr_409_min, limiter_share_min"),
+     "share_409_min, corr_409_min, limiter_share_min, contention_util_min"),
     ("add_workers", "offered ρ at the design demand, wait vs SLO (what-if sweep)",
      "util_high, util_target, slo_quantile, design_quantile"),
     ("hot_key", "depth or wait vs the M/M/c prediction, idle workers",
@@ -1075,6 +1080,7 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
                 strength = max(strength, ratio / th.inflation_ratio)
 
     # (c) API throttling and conflicts (process-wide).
+    queue_specific = bool(reasons)
     calls = _num(s.api_calls_per_s)
     classes = s.api_calls_by_class_per_s or {}
     if calls is not None and calls > 0:
@@ -1108,6 +1114,14 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
             strength = max(strength, lim / th.limiter_share_min)
 
     if not reasons:
+        return None
+    busy_q, c_q = _num(s.busy_workers), ctx.c
+    if not queue_specific and busy_q is not None and c_q and busy_q / c_q < th.contention_util_min:
+        # Only the process is throttled and this queue barely works: it is not the queue
+        # whose worker count is in question. Its busier siblings carry the verdict.
+        ctx.notes["contention"] = (
+            f"the process is throttled ({'; '.join(reasons)}), but this queue is only "
+            f"{100 * busy_q / c_q:.0f} % busy")
         return None
     # The API ceiling: QPS ÷ API calls per reconcile, shared by the process's controllers.
     px = proc.throughput_per_s
