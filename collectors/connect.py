@@ -89,8 +89,16 @@ def _duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def source_from_args(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Source:
-    config = load_config(getattr(args, "config", None))
+def source_from_args(
+    args: argparse.Namespace,
+    env: Mapping[str, str] | None = None,
+    *,
+    config: QueuelensConfig | None = None,
+) -> Source:
+    """The source the flags of :func:`add_source_arguments` ask for (``config``: the already
+    loaded ``--config`` file, else it is read here)."""
+    if config is None:
+        config = load_config(getattr(args, "config", None))
     headers: dict[str, str] = {}
     for item in getattr(args, "prometheus_header", None) or []:
         headers.update(parse_headers(item, "--prometheus-header"))

@@ -42,16 +42,14 @@ def register(subparsers: Any) -> None:
             "debug mode."
         ),
     )
-    src = parser.add_mutually_exclusive_group()
-    src.add_argument("--demo", action="store_true", help="use the embedded demo fleet")
-    src.add_argument("--prometheus", metavar="URL",
-                     help="Prometheus base URL (default: $QUEUELENS_PROMETHEUS_URL, else demo)")
+    from collectors.connect import add_source_arguments
+
+    add_source_arguments(parser)
     parser.add_argument("--host", default=DEFAULT_HOST,
                         help="address to bind (default: 127.0.0.1; 0.0.0.0 only behind an "
                              "authenticating proxy)")
     parser.add_argument("--port", type=_port, default=DEFAULT_PORT,
                         help="TCP port (default: 8050)")
-    parser.add_argument("--config", metavar="FILE", help="YAML profile (queues, workers, SLOs)")
     parser.add_argument("--refresh", type=parse_duration, default=DEFAULT_REFRESH_S,
                         metavar="DURATION",
                         help="live refresh period (default: 15s, min 1s; never below the "
@@ -78,9 +76,10 @@ def handle(args: argparse.Namespace) -> int:
     if args.refresh < MIN_REFRESH_S:
         raise CliError(f"--refresh must be at least {MIN_REFRESH_S:g}s, got {args.refresh:g}s.")
     from collectors.config import load_config
+    from collectors.connect import source_from_args
 
     config = load_config(args.config)
-    source = open_serve_source(args, config)
+    source = source_from_args(args, config=config)
     server = create_app(source, refresh_s=args.refresh, config=config, at=args.at)
     if not _is_loopback(args.host):
         sys.stderr.write(
@@ -93,14 +92,6 @@ def handle(args: argparse.Namespace) -> int:
     )
     run_server(server, args.host, args.port)
     return 0
-
-
-def open_serve_source(args: argparse.Namespace, config: Any) -> Any:
-    """--demo, else --prometheus URL, else $QUEUELENS_PROMETHEUS_URL / the config file, else
-    the demo."""
-    from dashboard.app import open_dashboard_source
-
-    return open_dashboard_source(args.prometheus, config, demo=args.demo)
 
 
 def run_server(app: Any, host: str, port: int) -> None:
