@@ -1288,15 +1288,6 @@ def _sweep(ctx: _Ctx, lam: float) -> WhatIfTable:
     return table
 
 
-def _meets(row: WhatIfRow, ctx: _Ctx) -> bool:
-    p = row.p_wait_over_slo
-    return row.stable and p is not None and p <= 1.0 - ctx.th.slo_quantile + 1e-12
-
-
-def _row(result: WhatIfTable, workers: int) -> WhatIfRow | None:
-    return result.row(workers)
-
-
 def _sizing(ctx: _Ctx, lam: float) -> tuple[int | None, int | None, WhatIfTable]:
     """(smallest c meeting the SLO at λ, recommended c with the utilization target, sweep)."""
     _, svc, _ = _core(ctx)
@@ -1361,7 +1352,7 @@ def _backlog_growing(ctx: _Ctx, contention: Verdict | None) -> Verdict | None:
     else:
         slo_c, rec_c, res = _sizing(ctx, lam)
         rec = {"action": "add_workers", "workers": rec_c, "workers_for_slo": slo_c,
-               **_row_evidence(_row(res, rec_c) if rec_c else None, "expected_")}
+               **_row_evidence(res.row(rec_c) if rec_c else None, "expected_")}
     limit = (f", reaching the key count ({ctx.keys}) in {_fmt_s(t_keys)}"
              if t_keys is not None else "")
     summary = (
@@ -1386,15 +1377,18 @@ def _add_workers(ctx: _Ctx, blockers: list[str], backlog: Verdict | None) -> Ver
         return None
     rho_d = lam_d * svc / c
     slo_c, rec_c, res = _sizing(ctx, lam_d)
-    current = _row(res, c)
-    model_miss = current is None or not _meets(current, ctx)
+    current = res.row(c)
+    # The sweep's own SLO test (as for its recommendation), at the current worker count.
+    model_miss = current is None or not bool(
+        res.meets_slo(th.slo_quantile)[c - int(res.workers[0])]
+    )
     observed = _num(ctx.s.queue_wait_p95_s)
     observed_miss = observed is not None and observed > ctx.slo_s
     if not (rho_d >= th.util_high or model_miss or observed_miss):
         return None
     if rec_c is None or rec_c <= c:
         return None
-    target = _row(res, rec_c)
+    target = res.row(rec_c)
     cv = _demand_cv(ctx)
     conf = _margin_conf(max(rho_d / th.util_high, 1.0) * (2.0 if model_miss else 1.0))
     if cv is not None and cv > th.demand_cv_max:
@@ -1438,7 +1432,7 @@ def _over_provisioned(ctx: _Ctx) -> Verdict | None:
     rec = max(slo_c, math.ceil(lam_d * svc / th.util_target - 1e-9), floor_c)
     if rec >= c:
         return None
-    target = _row(res, rec)
+    target = res.row(rec)
     summary = (
         f"Over-provisioned: {c} workers for {lam_d * svc:.2g} busy at the design demand "
         f"({100 * rho_d:.0f} %); {rec} workers still meet the {_fmt_s(ctx.slo_s)} SLO "

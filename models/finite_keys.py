@@ -29,6 +29,7 @@ import numpy.typing as npt
 from scipy.special import gammaincc
 
 from models.errors import ModelInputError
+from models.queueing import check_quantile
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -174,8 +175,7 @@ def finite_keys_wait_quantile(
 ) -> FloatArray:
     """The q-quantile of the M/M/c//K wait (0 when P(wait) ≤ 1 − q), by bisection on the
     exact tail of :func:`finite_keys_wait_tail`, all worker counts at once."""
-    if not (math.isfinite(q) and 0.0 < q < 1.0):
-        raise ModelInputError(f"quantile must be strictly between 0 and 1, got {q!r}.")
+    check_quantile(q)
     c = _workers(workers)
     mu = np.broadcast_to(np.asarray(service_rate_per_s, dtype=np.float64), c.shape)
     target = 1.0 - q

@@ -344,7 +344,7 @@ def erlang_c_wait_quantile(result: MMcResult, q: float) -> FloatArray:
     """The q-quantile of the M/M/c wait, inverted from the exact tail:
     t_q = ln(C / (1 − q)) / (c·μ − λ) when C > 1 − q, else 0 (an atom at zero); +inf where
     unstable. ``q`` in (0, 1), e.g. 0.95 for p95."""
-    _check_quantile(q)
+    check_quantile(q)
     slack = result.workers * result.service_rate_per_s - result.arrival_rate_per_s
     return wait_quantile_from_atom(
         result.p_wait, np.where(result.stable, slack, 0.0), q, result.stable
@@ -361,7 +361,7 @@ def wait_quantile_from_atom(
 ) -> FloatArray:
     """Quantile of a wait distributed as an atom at 0 of mass 1 − P plus P·Exp(decay):
     P(W > t) = P·exp(−decay·t), so t_q = ln(P/(1 − q))/decay if P > 1 − q, else 0."""
-    _check_quantile(q)
+    check_quantile(q)
     p = np.asarray(p_wait, dtype=np.float64)
     d = np.asarray(decay_per_s, dtype=np.float64)
     ok = np.asarray(stable, dtype=bool)
@@ -371,7 +371,8 @@ def wait_quantile_from_atom(
     return np.asarray(np.where(ok, np.maximum(tq, 0.0), np.inf), dtype=np.float64)
 
 
-def _check_quantile(q: float) -> None:
+def check_quantile(q: float) -> None:
+    """Raise ModelInputError unless ``q`` is a number strictly between 0 and 1."""
     if not (isinstance(q, int | float) and math.isfinite(q) and 0.0 < q < 1.0):
         raise ModelInputError(f"quantile must be strictly between 0 and 1, got {q!r}.")
 

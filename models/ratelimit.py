@@ -276,9 +276,9 @@ class RetryPolicy:
 
     def describe(self) -> str:
         if self.kind == "const":
-            text = f"constant {_fmt_s(self.base_s)}"
+            text = f"constant {format_seconds(self.base_s)}"
         else:
-            text = f"exponential {_fmt_s(self.base_s)} → {_fmt_s(self.cap_s)}"
+            text = f"exponential {format_seconds(self.base_s)} → {format_seconds(self.cap_s)}"
             if self.jitter != "none":
                 text += f", {self.jitter} jitter"
         if self.global_qps is not None:
@@ -337,10 +337,6 @@ def failures_to_cap(base_s: float, cap_s: float) -> int:
     if cap_s <= base_s:
         return 0
     return math.ceil(math.log2(cap_s / base_s) - 1e-12)
-
-
-def _fmt_s(seconds: float) -> str:
-    return format_seconds(seconds)
 
 
 def format_seconds(seconds: float) -> str:

@@ -151,41 +151,10 @@ def validate_inputs(inp: WhatIfInputs) -> None:
 
 
 def whatif_sweep(inputs: WhatIfInputs) -> WhatIfResult:
-    """Evaluate every worker count in [workers_min, workers_max] (see the module docstring)."""
-    validate_inputs(inputs)
-    c = np.arange(inputs.workers_min, inputs.workers_max + 1, dtype=np.int64)
-    lam = float(inputs.arrival_rate_per_s)
-    mu = 1.0 / inputs.service_mean_s
-    if inputs.sigma is not None and inputs.kappa is not None:
-        mu_c = mu / usl_slowdown(c, inputs.sigma, inputs.kappa)
-    else:
-        mu_c = np.full(c.shape, mu)
-    slo = inputs.slo_wait_s
-    if inputs.keys is not None:
-        model = "M/M/c//K finite keys (machine-repairman)"
-        cols = _finite_keys_columns(inputs.keys, lam, mu_c, c, slo)
-    elif inputs.arrival_cv2 == 1.0 and inputs.service_cv2 == 1.0:
-        model = "M/M/c (Erlang C)"
-        cols = _infinite_columns(lam, mu_c, c, 1.0, 1.0, slo)
-    else:
-        model = "G/G/c (Allen–Cunneen approximation)"
-        cols = _infinite_columns(lam, mu_c, c, inputs.arrival_cv2, inputs.service_cv2, slo)
-    rows = tuple(
-        WhatIfRow(
-            workers=int(c[i]),
-            utilization=float(cols["utilization"][i]),
-            stable=bool(cols["stable"][i]),
-            p_wait=_opt(cols["p_wait"][i], cols["stable"][i]),
-            wait_mean_s=_opt(cols["wait_mean_s"][i], cols["stable"][i]),
-            response_mean_s=_opt(cols["response_mean_s"][i], cols["stable"][i]),
-            wait_p95_s=_opt(cols["wait_p95_s"][i], cols["stable"][i]),
-            p_wait_over_slo=None if slo is None else _opt(cols["over_slo"][i], cols["stable"][i]),
-            throughput_per_s=float(cols["throughput_per_s"][i]),
-            service_rate_per_worker_per_s=float(mu_c[i]),
-        )
-        for i in range(len(c))
-    )
-    return WhatIfResult(inputs, model, rows, _recommend(inputs, rows, cols, c))
+    """Evaluate every worker count in [workers_min, workers_max] (see the module docstring).
+
+    The rows and recommendation of the single-input :func:`whatif_tables` table."""
+    return whatif_tables([inputs])[0].result()
 
 
 def _opt(value: float | np.floating, stable: bool | np.bool_) -> float | None:
@@ -194,13 +163,14 @@ def _opt(value: float | np.floating, stable: bool | np.bool_) -> float | None:
 
 
 def _infinite_columns(
-    lam: float,
+    lam: npt.NDArray[np.float64],
     mu_c: npt.NDArray[np.float64],
     c: npt.NDArray[np.int64],
-    ca2: float,
-    cs2: float,
-    slo: float | None,
+    ca2: npt.NDArray[np.float64],
+    cs2: npt.NDArray[np.float64],
+    slo: npt.NDArray[np.float64],
 ) -> dict[str, npt.NDArray[np.float64]]:
+    """M/M/c or G/G/c columns for same-shape element arrays (one element per worker count)."""
     res = ggc_wait(lam, 1.0 / mu_c, c, ca2, cs2)
     stable = np.asarray(res.stable)
     wq = np.asarray(res.wait_mean_s)
@@ -208,23 +178,19 @@ def _infinite_columns(
     # Tail P(Wq > t) = C·exp(−decay·t) with decay = C/Wq (= c·μ − λ exactly for M/M/c).
     with np.errstate(divide="ignore", invalid="ignore"):
         decay = np.where(stable & (wq > 0), pw / np.where(wq > 0, wq, 1.0), np.inf)
-    p95 = wait_quantile_from_atom(pw, decay, 0.95, stable)
-    cols: dict[str, npt.NDArray[np.float64]] = {
+    with np.errstate(over="ignore", invalid="ignore"):
+        over_slo = np.where(stable, pw * np.exp(-np.minimum(decay, 1e300) * slo), 1.0)
+    return {
         "utilization": np.asarray(res.utilization),
         "stable": stable.astype(np.float64),
         "p_wait": pw,
         "wait_mean_s": wq,
         "response_mean_s": np.asarray(res.response_mean_s),
-        "wait_p95_s": p95,
+        "wait_p95_s": wait_quantile_from_atom(pw, decay, 0.95, stable),
         "throughput_per_s": np.where(stable, lam, c * mu_c),
+        "over_slo": over_slo,
+        "_decay": decay,
     }
-    if slo is not None:
-        with np.errstate(over="ignore", invalid="ignore"):
-            cols["over_slo"] = np.where(stable, pw * np.exp(-np.minimum(decay, 1e300) * slo), 1.0)
-        cols["slo_quantile_wait_s"] = p95
-    cols["stable"] = stable.astype(np.float64)
-    cols["_decay"] = decay
-    return cols
 
 
 def _finite_keys_columns(
@@ -237,7 +203,6 @@ def _finite_keys_columns(
     res = finite_keys(keys, lam, mu_c, c)
     cols: dict[str, npt.NDArray[np.float64]] = {
         "utilization": res.utilization,
-        "stable": np.ones(c.shape),  # a finite state space is always stable
         "p_wait": res.p_wait,
         "wait_mean_s": res.wait_mean_s,
         "response_mean_s": res.response_mean_s,
@@ -249,12 +214,8 @@ def _finite_keys_columns(
     return cols
 
 
-def _recommend(
-    inputs: WhatIfInputs,
-    rows: tuple[WhatIfRow, ...],
-    cols: dict[str, npt.NDArray[np.float64]],
-    c: npt.NDArray[np.int64],
-) -> Recommendation:
+def _recommend(table: WhatIfTable, rows: tuple[WhatIfRow, ...]) -> Recommendation:
+    inputs = table.inputs
     stable_rows = [r for r in rows if r.stable]
     span = f"c={inputs.workers_min}..{inputs.workers_max}"
     if not stable_rows:
@@ -275,9 +236,9 @@ def _recommend(
         label = "mean wait"
         meets = {w: m is not None and m <= slo for w, m in metric.items()}
     else:
-        over = {r.workers: r.p_wait_over_slo for r in stable_rows}
-        meets = {w: p is not None and p <= 1.0 - q + 1e-12 for w, p in over.items()}
-        metric = {w: _quantile_of_row(inputs, w, q, cols, c) for w in over}
+        ok = table.meets_slo(q)
+        meets = {r.workers: bool(ok[r.workers - inputs.workers_min]) for r in stable_rows}
+        metric = {r.workers: table.wait_quantile_s(r.workers, q) for r in stable_rows}
         label = f"p{_pct(q)} wait"
     for r in stable_rows:
         if meets[r.workers]:
@@ -303,32 +264,6 @@ def _key(value: float | None) -> float:
 
 def _pct(q: float) -> str:
     return f"{q * 100:g}"
-
-
-def _quantile_of_row(
-    inputs: WhatIfInputs,
-    workers: int,
-    q: float,
-    cols: dict[str, npt.NDArray[np.float64]],
-    c: npt.NDArray[np.int64],
-) -> float | None:
-    i = int(np.searchsorted(c, workers))
-    if q == 0.95:
-        v = float(cols["wait_p95_s"][i])
-    elif inputs.keys is not None:
-        mu_c = 1.0 / inputs.service_mean_s
-        if inputs.sigma is not None and inputs.kappa is not None:
-            mu_c /= float(usl_slowdown(workers, inputs.sigma, inputs.kappa))
-        v = float(
-            finite_keys_wait_quantile(inputs.keys, inputs.arrival_rate_per_s, mu_c, [workers], q)[0]
-        )
-    else:
-        v = float(
-            wait_quantile_from_atom(
-                cols["p_wait"][i], cols["_decay"][i], q, bool(cols["stable"][i])
-            )
-        )
-    return v if math.isfinite(v) else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -367,8 +302,9 @@ class WhatIfTable:
     def row(self, workers: int) -> WhatIfRow | None:
         """The row of one worker count, or None outside the swept range."""
         i = workers - int(self.workers[0]) if self.workers.size else -1
-        if not 0 <= i < self.workers.size:
-            return None
+        return self._row_at(i) if 0 <= i < self.workers.size else None
+
+    def _row_at(self, i: int) -> WhatIfRow:
         stable = bool(self.stable[i])
         return WhatIfRow(
             workers=int(self.workers[i]),
@@ -394,23 +330,32 @@ class WhatIfTable:
             ok = self.stable & np.isfinite(p) & (p <= 1.0 - quantile + 1e-12)
         return np.asarray(ok, dtype=np.bool_)
 
+    def wait_quantile_s(self, workers: int, q: float) -> float | None:
+        """The q-quantile of wait (seconds) at one swept worker count; None where it does not
+        exist (unstable) or the worker count is outside the range."""
+        i = workers - int(self.workers[0]) if self.workers.size else -1
+        if not 0 <= i < self.workers.size:
+            return None
+        if q == 0.95:
+            v = float(self.wait_p95_s[i])
+        elif self.inputs.keys is not None:
+            v = float(finite_keys_wait_quantile(
+                self.inputs.keys, self.inputs.arrival_rate_per_s,
+                self.service_rate_per_worker_per_s[i : i + 1], self.workers[i : i + 1], q,
+            )[0])
+        else:
+            v = float(wait_quantile_from_atom(
+                self.p_wait[i], self.decay_per_s[i], q, bool(self.stable[i])
+            ))
+        return v if bool(self.stable[i]) and math.isfinite(v) else None
+
     def rows(self) -> tuple[WhatIfRow, ...]:
-        out = []
-        for w in self.workers.tolist():
-            r = self.row(int(w))
-            assert r is not None
-            out.append(r)
-        return tuple(out)
+        return tuple(self._row_at(i) for i in range(self.workers.size))
 
     def result(self) -> WhatIfResult:
         """The full :class:`WhatIfResult` (rows and recommendation), as :func:`whatif_sweep`."""
         rows = self.rows()
-        cols: dict[str, npt.NDArray[np.float64]] = {
-            "p_wait": self.p_wait, "stable": self.stable.astype(np.float64),
-            "wait_p95_s": self.wait_p95_s, "_decay": self.decay_per_s,
-        }
-        return WhatIfResult(self.inputs, self.model, rows,
-                            _recommend(self.inputs, rows, cols, self.workers))
+        return WhatIfResult(self.inputs, self.model, rows, _recommend(self, rows))
 
 
 _BATCH_FIELDS = ("utilization", "p_wait", "wait_mean_s", "response_mean_s", "wait_p95_s",
@@ -495,7 +440,7 @@ def _infinite_tables(inputs: Sequence[WhatIfInputs]) -> list[WhatIfTable]:
         if inp.sigma is not None:
             part = slice(int(starts[i]), int(ends[i]))
             mu_c[part] = _mu_c(inp, c[part])
-    cols = _infinite_columns(lam, mu_c, c, ca2, cs2, slo)  # type: ignore[arg-type]
+    cols = _infinite_columns(lam, mu_c, c, ca2, cs2, slo)
     stable = cols["stable"] != 0.0
     tables = []
     for i, inp in enumerate(inputs):

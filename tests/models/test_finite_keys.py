@@ -137,3 +137,9 @@ def test_bad_input() -> None:
         finite_keys(10, 1.0, 0.0, [1])
     with pytest.raises(ModelInputError):
         finite_keys(10, 1.0, 1.0, [0])
+
+
+@pytest.mark.parametrize("q", [0.0, 1.0, float("nan"), "p95"])
+def test_bad_quantile_is_a_model_error(q: object) -> None:
+    with pytest.raises(ModelInputError, match="strictly between 0 and 1"):
+        finite_keys_wait_quantile(5, 1.0, 1.0, [1, 2], q)  # type: ignore[arg-type]

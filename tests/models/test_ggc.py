@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,14 @@ def test_exact_for_mmc_when_cv2_are_one() -> None:
     m = erlang_c(7.0, 2.0, np.arange(4, 10))
     np.testing.assert_allclose(g.wait_mean_s, m.wait_mean_s, rtol=1e-12)
     np.testing.assert_allclose(g.in_system_mean, m.in_system_mean, rtol=1e-12)
+    # And against the textbook Erlang C sum, independently of the code: A = λ·E[S] = 3.5.
+    a = 3.5
+    for i, c in enumerate(range(4, 10)):
+        top = a**c / math.factorial(c) * c / (c - a)
+        pc = top / (sum(a**k / math.factorial(k) for k in range(c)) + top)
+        wq = pc / (c * 2.0 - 7.0)  # C / (c·μ − λ)
+        assert g.wait_mean_s[i] == pytest.approx(wq, rel=1e-10)
+        assert g.in_system_mean[i] == pytest.approx(7.0 * (wq + 0.5), rel=1e-10)
 
 
 @pytest.mark.parametrize("cs2", [0.0, 0.5, 2.0, 4.0])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from models.errors import ModelInputError
-from models.whatif import WhatIfInputs, whatif_sweep
+from models.whatif import WhatIfInputs, whatif_sweep, whatif_tables
 
 
 def erlang_c_direct(a: float, c: int) -> float:
@@ -38,6 +38,23 @@ def test_mmc_rows_match_closed_form() -> None:
     # c=4: P(wait>0.2) ≈ 0.18 > 0.05; c=5: ≈ 0.048 ≤ 0.05.
     assert res.recommendation.workers == 5
     assert "P(wait > 0.2 s)" in res.recommendation.reason
+
+
+def test_unreachable_slo_reports_lowest_quantile_by_closed_form() -> None:
+    # p90 criterion (not the precomputed p95 column), SLO far out of reach: the sweep names
+    # the stable c with the lowest p90 wait, t_90 = ln(C/0.1)/(c·μ − λ) (λ = 5, μ = 2).
+    inp = WhatIfInputs(5.0, 0.5, workers_max=4, slo_wait_s=0.001, slo_quantile=0.9)
+    res = whatif_sweep(inp)
+    p90 = {c: math.log(erlang_c_direct(2.5, c) / 0.1) / (2.0 * c - 5.0) for c in (3, 4)}
+    assert p90[4] < p90[3]
+    assert res.recommendation.workers == 4
+    assert f"lowest p90 wait ({p90[4]:.3g} s)" in res.recommendation.reason
+    (table,) = whatif_tables([inp])
+    assert table.wait_quantile_s(4, 0.9) == pytest.approx(p90[4], rel=1e-10)
+    p99 = math.log(erlang_c_direct(2.5, 3) / 0.01) / 1.0
+    assert table.wait_quantile_s(3, 0.99) == pytest.approx(p99, rel=1e-10)
+    assert table.wait_quantile_s(2, 0.9) is None  # unstable: λ = c·μ
+    assert table.wait_quantile_s(5, 0.9) is None  # outside the swept range
 
 
 def test_mean_criterion_when_no_quantile() -> None:

@@ -1,5 +1,6 @@
-"""whatif_tables (many sweeps in one vectorized pass) against the single-input whatif_sweep,
-which is checked against closed forms in test_whatif.py."""
+"""whatif_tables (many sweeps in one vectorized pass) against whatif_sweep, which runs each
+input alone (a batch of one) and is checked against closed forms in test_whatif.py: batching
+many inputs, of different models and size classes, must not change any number."""
 
 from __future__ import annotations
 
