@@ -6,7 +6,8 @@ Prometheus. So:
 * ``at`` / ``start`` / ``end`` are aligned down to ``align_s`` and the *aligned* times are
   queried, so requests within the same slot share one key — (call, aligned time(s), window or
   step, queues);
-* an entry lives ``ttl_s`` seconds (monotonic clock); the cache holds at most ``max_entries``;
+* an entry lives ``ttl_s`` seconds (monotonic clock); the cache holds at most ``max_entries``
+  (and at most as many last-good fallbacks);
 * concurrent callers of a key that is being fetched wait for that one fetch (in-flight
   de-duplication) instead of issuing their own;
 * when the source is unavailable (:class:`PrometheusUnavailable`) the last good result of the
@@ -79,7 +80,7 @@ class CachedSource:
         self._entries: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
         self._errors: dict[Hashable, tuple[float, BaseException]] = {}
         self._flights: dict[Hashable, _Flight] = {}
-        self._last_good: dict[Hashable, Any] = {}
+        self._last_good: OrderedDict[Hashable, Any] = OrderedDict()
         self._last_error: str | None = None
         self._stale_since: float | None = None
         self._last_success: float | None = None
@@ -159,7 +160,13 @@ class CachedSource:
                 self._flights.pop(key, None)
                 flight.error = exc
                 if isinstance(exc, PrometheusUnavailable):
-                    self._errors[key] = (self._mono(), exc)
+                    now = self._mono()
+                    # Drop remembered failures that have expired: while Prometheus is down every
+                    # new time slot is a new key, and the dict must not grow without bound.
+                    for k in [k for k, (t, _) in self._errors.items()
+                              if now - t >= self.error_ttl_s]:
+                        del self._errors[k]
+                    self._errors[key] = (now, exc)
                     self._last_error = str(exc)
                     if self._stale_since is None:
                         self._stale_since = self._wall()
@@ -177,6 +184,9 @@ class CachedSource:
                 self._entries.popitem(last=False)
             self._errors.pop(key, None)
             self._last_good[family] = result
+            self._last_good.move_to_end(family)
+            while len(self._last_good) > self.max_entries:
+                self._last_good.popitem(last=False)
             self._last_error = None
             self._stale_since = None
             self._last_success = self._wall()
@@ -188,7 +198,9 @@ class CachedSource:
         """Caller holds the lock. The last good result of this kind, marked stale, or raise."""
         good = self._last_good.get(family)
         if good is None:
-            raise exc
+            # The same remembered exception is raised to many callers: drop the traceback so it
+            # does not grow by a few frames with every raise.
+            raise exc.with_traceback(None)
         since = self._stale_since
         when = time.strftime("%H:%M:%S", time.gmtime(since)) if since else "now"
         note = f"stale data: the source has been unavailable since {when} UTC ({exc})"

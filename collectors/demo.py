@@ -6,7 +6,8 @@ PromQL would compute it from samples scraped every ``SAMPLE_S`` seconds (Prometh
 range selection, both ends included):
 
 * a rate is ``(C(at) − C(at − w)) / w`` — ``rate(x[w])`` when samples sit at both ends;
-* a mean is ``Δsum / Δcount``; a quantile is ``histogram_quantile`` over the bucket
+* a mean is ``Δsum / Δcount``; a quantile is ``histogram_quantile`` (the shared
+  :func:`collectors.histogram.bucket_quantile`) over the bucket
   increases of ``workqueue_{queue,work}_duration_seconds`` (decade buckets; linear
   interpolation inside the bucket, the +Inf rule, the zero lower bound);
 * a gauge mean / max / slope is ``avg_over_time`` / ``max_over_time`` / ``deriv`` over the
@@ -28,6 +29,8 @@ import pandas as pd
 
 from collectors import fleet as fl
 from collectors.errors import ConfigError
+from collectors.histogram import QUANTILES, bucket_quantile
+from collectors.profile import code_class, rate_window_s
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 
 FloatArray = npt.NDArray[np.float64]
@@ -36,7 +39,6 @@ SAMPLE_S = 15.0
 """The scrape interval the demo's gauge statistics assume (the backfill uses it too)."""
 MAX_GAUGE_SAMPLES = 41
 """Range queries read at most this many gauge samples per point (a coarser sample step)."""
-QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 API_CLASSES = ("2xx", "4xx", "409", "429", "5xx")
 """Code classes of ``api_calls_by_class_per_s``; ``4xx`` excludes 409 and 429."""
 
@@ -51,32 +53,9 @@ _SCALAR_FIELDS = (
 
 
 def range_window_s(step_s: float) -> float:
-    """The rate window of each range point, as the Prometheus source picks it (Grafana's
-    ``$__rate_interval``): max(step + scrape interval, 4 × scrape interval)."""
-    return max(step_s + SAMPLE_S, 4 * SAMPLE_S)
-
-
-def histogram_quantile(q: float, upper: Sequence[float], cumulative: FloatArray) -> FloatArray:
-    """Prometheus's ``histogram_quantile`` (promql/quantile.go ``bucketQuantile``) over the
-    last axis of ``cumulative`` (finite buckets then +Inf, cumulative counts).
-
-    rank = q·total; the first bucket whose count reaches the rank is interpolated linearly
-    between its lower bound (0 for the first bucket) and upper bound; a rank in +Inf gives
-    the largest finite bound. NaN where the total is 0."""
-    counts = np.maximum.accumulate(cumulative, axis=-1)  # ensureMonotonic
-    total = counts[..., -1]
-    rank = q * total
-    b = np.argmax(counts >= rank[..., None], axis=-1)
-    bounds = np.asarray([*upper, math.inf])
-    lower = np.where(b > 0, bounds[np.maximum(b - 1, 0)], 0.0)
-    upper_b = bounds[b]
-    prev = np.where(b > 0, np.take_along_axis(counts, np.maximum(b - 1, 0)[..., None], -1)[..., 0],
-                    0.0)
-    here = np.take_along_axis(counts, b[..., None], -1)[..., 0]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        value = lower + (upper_b - lower) * (rank - prev) / (here - prev)
-    value = np.where(b == len(upper), bounds[len(upper) - 1], value)
-    return np.asarray(np.where(total > 0, value, np.nan), dtype=np.float64)
+    """The rate window of each range point, picked as the Prometheus source picks it
+    (:func:`collectors.profile.rate_window_s` with the demo's scrape interval)."""
+    return rate_window_s(step_s, SAMPLE_S)
 
 
 class DemoSource:
@@ -168,8 +147,10 @@ class DemoSource:
         ):
             rows, count_row, _ = fl.hist_rows(prefix)
             cum = np.moveaxis(inc[:, [*rows, count_row], :], 1, -1)  # [queue, time, bucket]
-            for label, q in QUANTILES.items():
-                out[f"{field}_{label}_s"] = histogram_quantile(q, bounds, cum)
+            flat = cum.reshape(-1, cum.shape[-1])
+            for label, q in QUANTILES:
+                res = bucket_quantile(q, (*bounds, math.inf), flat)
+                out[f"{field}_{label}_s"] = res.values.reshape(cum.shape[:-1])
         out["retries_per_s"] = row("retries")
         out["errors_per_s"] = row("errors")
         for result in fl.RESULTS:
@@ -190,7 +171,7 @@ class DemoSource:
         mine = pod_rate[pod_of[sel]]  # [queue, api rows + limiter, time]
         classes = {k: np.zeros((len(sel), len(t))) for k in API_CLASSES}
         for j, (code, _method) in enumerate(fl.API_SERIES):
-            key = code if code in ("409", "429") else f"{code[0]}xx"
+            key = code_class(code)
             classes[key] = classes[key] + mine[:, j, :]
         out["api_calls_per_s"] = mine[:, : len(api_rows), :].sum(axis=1)
         for k, v in classes.items():

@@ -90,6 +90,25 @@ def format_duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
+def rate_window_s(step_s: float, scrape_interval_s: float) -> float:
+    """The ``rate()`` window of each point of a range query (Grafana's ``$__rate_interval``):
+    max(step + scrape interval, 4 × scrape interval), so every window holds enough samples."""
+    return max(step_s + scrape_interval_s, 4 * scrape_interval_s)
+
+
+def code_class(code: str) -> str:
+    """An HTTP status code (``rest_client_requests_total{code}``) -> the class used in
+    ``api_calls_by_class_per_s``: 2xx, 4xx, 409, 429, 5xx or ``other``.
+
+    409 (conflict) and 429 (throttled) are their own classes and are *not* counted in 4xx, so
+    the classes add up to the total."""
+    if code in ("409", "429"):
+        return code
+    if len(code) == 3 and code.isdigit() and code[0] in "2345":
+        return code[0] + "xx"
+    return "other"
+
+
 # --- label selectors ----------------------------------------------------------------------
 
 MATCH_OPS = ("=~", "!~", "!=", "=")

@@ -210,6 +210,14 @@ def _retry_after(response: requests.Response | None) -> float | None:
         return None
 
 
+def _labels(item: Mapping[str, Any]) -> dict[str, str]:
+    """A result's ``metric`` object as str -> str (TypeError when it is not an object)."""
+    metric = item.get("metric") or {}
+    if not isinstance(metric, Mapping):
+        raise TypeError("metric is not an object")
+    return {str(k): str(v) for k, v in metric.items()}
+
+
 def _no_retry() -> Retry:
     """urllib3 must not retry: this module does (429/502/503/504 only). ``read=False`` makes a
     read timeout surface as ``requests.ReadTimeout`` instead of a ``ConnectionError``."""
@@ -292,7 +300,11 @@ class PrometheusClient:
         result, warnings = self._call(
             lambda: self._conn.custom_query(query=promql, params=params), promql
         )
-        return InstantResult(samples=list(self._samples(result)), warnings=warnings)
+        try:
+            samples = list(self._samples(result))
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+            raise self._malformed("query") from None
+        return InstantResult(samples=samples, warnings=warnings)
 
     def query_range(self, promql: str, start: float, end: float, step_s: float) -> RangeResult:
         """A range query; the step is widened to stay under 11,000 points and start/end are
@@ -309,7 +321,10 @@ class PrometheusClient:
             ),
             promql,
         )
-        series = [self._series(item) for item in (result or []) if isinstance(item, Mapping)]
+        try:
+            series = [self._series(item) for item in (result or [])]
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+            raise self._malformed("range query") from None
         return RangeResult(series=series, start=a, end=b, step_s=step, warnings=warnings)
 
     # -- internals --
@@ -327,7 +342,7 @@ class PrometheusClient:
             if raw is None:
                 continue
             value, special = classify_value(raw[1])
-            yield Sample(labels=dict(item.get("metric", {})), value=value, special=special)
+            yield Sample(labels=_labels(item), value=value, special=special)
 
     @staticmethod
     def _series(item: Mapping[str, Any]) -> RangeSeries:
@@ -341,8 +356,7 @@ class PrometheusClient:
             n_pos = int(np.isposinf(v).sum())
             n_neg = int(np.isneginf(v).sum())
             dropped = {k: n for k, n in (("NaN", n_nan), ("+Inf", n_pos), ("-Inf", n_neg)) if n}
-        return RangeSeries(labels=dict(item.get("metric", {})), t=t[finite], v=v[finite],
-                           dropped=dropped)
+        return RangeSeries(labels=_labels(item), t=t[finite], v=v[finite], dropped=dropped)
 
     def _call(self, fn: Callable[[], Any], promql: str) -> tuple[Any, list[str]]:
         from prometheus_api_client.exceptions import PrometheusApiClientException
@@ -392,6 +406,8 @@ class PrometheusClient:
             body = response.json()
         except ValueError:
             return []
+        if not isinstance(body, Mapping):
+            return []
         out: list[str] = []
         for key, prefix in (("warnings", "Prometheus warning: "), ("infos", "Prometheus info: ")):
             for item in body.get(key) or []:
@@ -400,8 +416,17 @@ class PrometheusClient:
                     out.append(text)
         return out
 
+    def _malformed(self, what: str) -> PrometheusServerError:
+        return PrometheusServerError(
+            f"Prometheus at {self.source} answered the {what} with a result that is not in the "
+            "Prometheus HTTP API format (a series without labels or values, or a value that is "
+            "not a number)"
+        )
+
     def _not_prometheus(self, response: requests.Response | None) -> PrometheusServerError:
-        kind = response.headers.get("Content-Type", "unknown content") if response else "nothing"
+        # ``if response`` would be False for any 4xx/5xx Response (Response.__bool__ is .ok).
+        kind = (response.headers.get("Content-Type", "unknown content")
+                if response is not None else "nothing")
         return PrometheusServerError(
             f"{self.source} answered with {kind.split(';')[0]}, not the Prometheus HTTP API "
             "(check the URL and the path prefix)"

@@ -23,7 +23,6 @@ What it does with the answers, and nothing more (collectors decide nothing):
 from __future__ import annotations
 
 import math
-import threading
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
@@ -34,17 +33,18 @@ import numpy as np
 import pandas as pd
 
 from collectors.errors import CollectorError
-from collectors.profile import Profile, SignalQuery
+from collectors.histogram import QUANTILES, bucket_quantile, parse_le
+from collectors.profile import Profile, SignalQuery, code_class, rate_window_s
 from collectors.prom_client import (
     InstantResult,
     PrometheusClient,
     RangeResult,
     RangeSeries,
     Sample,
+    plan_range,
 )
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 
-QUANTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
 MIN_COVERAGE = 0.9
 """A rate window with fewer than this share of the expected samples is a scrape gap."""
 
@@ -58,82 +58,7 @@ RATE_FIELDS = (
 T = TypeVar("T")
 
 
-# --- histogram quantiles ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class QuantileResult:
-    values: np.ndarray
-    """One value per row; NaN where undefined (see ``reason``)."""
-    lower_bound: np.ndarray
-    """True where the quantile fell in the +Inf bucket: the value is the highest finite
-    bound, a lower bound of the true quantile."""
-    reason: str | None = None
-
-
-def bucket_quantile(q: float, bounds: Sequence[float], counts: np.ndarray) -> QuantileResult:
-    """The q-quantile of cumulative bucket counts, as PromQL ``histogram_quantile`` does.
-
-    ``bounds``: the ``le`` values as floats (any order, duplicates allowed: they are merged).
-    ``counts``: shape (rows, len(bounds)), e.g. one row per time step; NaN = bucket absent.
-    Algorithm (prometheus/promql/quantile.go ``bucketQuantile``, v2.x): sort by bound, merge equal
-    bounds, force the counts monotonic, rank = q·count(+Inf); find the first bucket whose count
-    reaches the rank and interpolate linearly inside it (from 0 for the first bucket); a rank in
-    the +Inf bucket returns the highest finite bound.
-    """
-    counts = np.atleast_2d(np.asarray(counts, dtype=float))
-    b = np.asarray(bounds, dtype=float)
-    rows = counts.shape[0]
-    nan = np.full(rows, np.nan)
-    no = np.zeros(rows, dtype=bool)
-    if not math.isinf(b.max(initial=-math.inf)) or b.max() < 0:
-        return QuantileResult(nan, no, "the histogram has no +Inf bucket")
-    uniq, inverse = np.unique(b, return_inverse=True)
-    merged = np.zeros((rows, len(uniq)))
-    np.add.at(merged.T, inverse, np.nan_to_num(counts, nan=0.0).T)
-    if len(uniq) < 2:
-        return QuantileResult(nan, no, "the histogram has fewer than two buckets")
-    merged = np.maximum.accumulate(merged, axis=1)
-    total = merged[:, -1]
-    rank = q * total
-    finite = merged[:, :-1]
-    reached = finite >= rank[:, None]
-    idx = np.where(reached.any(axis=1), reached.argmax(axis=1), len(uniq) - 1)
-    upper = uniq[np.minimum(idx, len(uniq) - 1)]
-    lower = np.where(idx > 0, uniq[np.maximum(idx - 1, 0)], 0.0)
-    prev = np.where(idx > 0, np.take_along_axis(merged, np.maximum(idx - 1, 0)[:, None], 1)[:, 0],
-                    0.0)
-    cur = np.take_along_axis(merged, idx[:, None], 1)[:, 0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = lower + (upper - lower) * (rank - prev) / (cur - prev)
-    in_inf = idx == len(uniq) - 1
-    value = np.where(in_inf, uniq[-2], value)
-    value = np.where((idx == 0) & (uniq[0] <= 0), uniq[0], value)
-    value = np.where(total > 0, value, np.nan)
-    return QuantileResult(value, in_inf & (total > 0),
-                          None if (total > 0).all() else "no observations in the window")
-
-
-def parse_le(text: str) -> float | None:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
-
-
 # --- helpers ------------------------------------------------------------------------------
-
-
-def code_class(code: str) -> str:
-    """HTTP status code -> the class used in ``api_calls_by_class_per_s``.
-
-    409 (conflict) and 429 (throttled) are their own classes and are *not* counted in 4xx, so
-    the classes add up to the total."""
-    if code in ("409", "429"):
-        return code
-    if len(code) == 3 and code.isdigit() and code[0] in "2345":
-        return code[0] + "xx"
-    return "other"
 
 
 def _run_all(
@@ -179,7 +104,6 @@ class PrometheusSource:
     def __init__(self, client: PrometheusClient, profile: Profile | None = None) -> None:
         self.client = client
         self.profile = profile or Profile()
-        self._lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -466,16 +390,13 @@ class PrometheusSource:
     # ------------------------------------------------------------------ range
 
     def range_window_s(self, step_s: float) -> float:
-        """Rate window for a range query (Grafana's $__rate_interval rule):
-        max(step + scrape interval, 4 × scrape interval); scrape interval 15 s unless set."""
-        scrape = self.profile.scrape_interval_s or 15.0
-        return max(step_s + scrape, 4 * scrape)
+        """Rate window for a range query: :func:`collectors.profile.rate_window_s` with the
+        profile's scrape interval (15 s unless set)."""
+        return rate_window_s(step_s, self.profile.scrape_interval_s or 15.0)
 
     def range(
         self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None
     ) -> RangeData:
-        from collectors.prom_client import plan_range
-
         try:
             a, b, step = plan_range(start, end, step_s)
         except ValueError as exc:

@@ -138,3 +138,35 @@ def test_bounded_size() -> None:
         cache.snapshot(1000.0 + 10 * i, 300)
     cache.snapshot(1000.0, 300)  # evicted: fetched again
     assert len(src.calls) == 6
+
+
+def test_remembered_failures_and_fallbacks_stay_bounded_during_a_long_outage() -> None:
+    src, clock = CountingSource(), Clock()
+    cache = CachedSource(src, ttl_s=5, align_s=5, error_ttl_s=3, max_entries=4, monotonic=clock)
+    for window in range(1, 11):  # ten kinds of snapshot, each with its own last-good result
+        cache.snapshot(1000.0, float(window))
+    assert len(cache._last_good) == 4
+    src.fail = PrometheusUnreachable("down")
+    for i in range(200):  # Prometheus down while the clock ticks: a new slot every call
+        clock.now += 5
+        try:
+            cache.snapshot(1000.0 + 5 * i, 10.0)
+        except PrometheusUnreachable:
+            pytest.fail("the last good snapshot of that window should have been served")
+    assert len(cache._errors) <= 1
+
+
+def test_repeated_failure_without_history_does_not_grow_the_traceback() -> None:
+    src = CountingSource()
+    src.fail = PrometheusUnreachable("down")
+    cache = CachedSource(src, error_ttl_s=60)
+    depths = []
+    for _ in range(5):
+        with pytest.raises(PrometheusUnreachable) as info:
+            cache.snapshot(1000.0, 300)
+        tb, n = info.value.__traceback__, 0
+        while tb is not None:
+            n, tb = n + 1, tb.tb_next
+        depths.append(n)
+    assert len(src.calls) == 1  # remembered for error_ttl_s
+    assert depths[-1] == depths[1]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from collectors import fleet as fl
-from collectors.demo import DemoSource, histogram_quantile
+from collectors.demo import DemoSource
 from collectors.errors import ConfigError
 from collectors.types import QueueSnapshot
 
@@ -255,16 +255,6 @@ def test_large_fleet() -> None:
     assert len({round(num(q.arrival_rate_per_s), 3) for q in snap.queues}) > 400
     r = big.range(AT - 600, AT, 60, queues=names[:3])
     assert set(r.frame.queue) == set(names[:3])
-
-
-def test_histogram_quantile_matches_prometheus_rules() -> None:
-    # le 0.1, 1, +Inf with 50, 90, 100 observations (cumulative)
-    cum = np.array([[50.0, 90.0, 100.0]])
-    assert histogram_quantile(0.5, (0.1, 1.0), cum)[0] == pytest.approx(0.1)
-    assert histogram_quantile(0.7, (0.1, 1.0), cum)[0] == pytest.approx(0.1 + 0.9 * 20 / 40)
-    assert histogram_quantile(0.2, (0.1, 1.0), cum)[0] == pytest.approx(0.1 * 20 / 50)
-    assert histogram_quantile(0.99, (0.1, 1.0), cum)[0] == pytest.approx(1.0)  # +Inf bucket
-    assert math.isnan(histogram_quantile(0.5, (0.1, 1.0), np.zeros((1, 3)))[0])
 
 
 @pytest.mark.parametrize(

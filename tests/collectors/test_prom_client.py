@@ -190,6 +190,31 @@ def test_html_answer_is_not_the_prometheus_api(scripted: tuple[type[_Scripted], 
         PrometheusClient(ConnectionSettings(url=url)).query("up", AT)
 
 
+@pytest.mark.parametrize("result", [
+    [{"metric": {"name": "a"}, "value": [AT, "not-a-number"]}],
+    [{"metric": {"name": "a"}, "value": [AT]}],
+    [{"metric": "name=a", "value": [AT, "1"]}],
+    ["a string where a series belongs"],
+])
+def test_malformed_200_result_is_a_typed_error_not_a_traceback(
+    scripted: tuple[type[_Scripted], str], result: list[object]
+) -> None:
+    handler, url = scripted
+    body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+    handler.script = [(200, json.dumps(body), {})]
+    with pytest.raises(PrometheusServerError, match="not in the Prometheus HTTP API format"):
+        PrometheusClient(ConnectionSettings(url=url)).query("up", AT)
+
+
+def test_malformed_range_result_is_a_typed_error(scripted: tuple[type[_Scripted], str]) -> None:
+    handler, url = scripted
+    body = {"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"name": "a"}, "values": [[START, "1"], [START + 60, "oops"]]}]}}
+    handler.script = [(200, json.dumps(body), {})]
+    with pytest.raises(PrometheusServerError, match="range query"):
+        PrometheusClient(ConnectionSettings(url=url)).query_range("up", START, START + 60, 60)
+
+
 def test_auth_headers_and_prefix_are_sent(scripted: tuple[type[_Scripted], str]) -> None:
     handler, _ = scripted
     seen: list[dict[str, str]] = []
