@@ -44,7 +44,6 @@ from dashboard.report import export_control, export_manager, register_export_cal
 PAGE_MODULES: tuple[str, ...] = ("overview", "queue", "whatif", "lab", "keys", "retries")
 """Modules in dashboard/pages/, each with ``register(app, ctx)``; registration order."""
 
-ENV_PROMETHEUS_URL = "QUEUELENS_PROMETHEUS_URL"
 _ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
+from dashboard.signals import Series
+
 # Okabe–Ito palette: distinguishable with the common colour-vision deficiencies.
 BLUE = "#0072B2"
 ORANGE = "#E69F00"
@@ -125,8 +127,6 @@ def _same_length(what: str, xs: Sequence[float], ys: Sequence[float]) -> None:
 
 # --- time series (queue detail page) ----------------------------------------------------------
 
-Series = tuple[Sequence[float], Sequence[float]]
-"""(unix seconds, values) of one signal; missing points are absent (never NaN or 0)."""
 
 
 @dataclass(frozen=True)

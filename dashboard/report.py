@@ -44,7 +44,9 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
 from dashboard.cliutil import format_csv, jsonable
-from models.advisor import AdvisorThresholds, Verdict, threshold_table
+from dashboard.rules import prometheus_duration
+from dashboard.signals import Series, capacity_per_s, combine
+from models.advisor import SEVERITIES, AdvisorThresholds, Verdict, threshold_table
 from models.errors import ModelInputError
 from models.whatif import MAX_WORKERS, WhatIfInputs, WhatIfResult, whatif_sweep
 
@@ -74,7 +76,8 @@ CSV_COLUMNS: tuple[str, ...] = (
 )
 """Columns of the per-queue table (CSV, and the order of ``queues[].row`` in JSON)."""
 
-SEVERITY_ORDER: tuple[str, ...] = ("critical", "warning", "info", "ok")
+SEVERITY_ORDER: tuple[str, ...] = SEVERITIES
+"""The advisor's severities, most urgent first (report order and badge classes)."""
 
 Progress = Callable[[str, int, int], None]
 """progress(step description, steps done, steps in total)."""
@@ -87,10 +90,6 @@ def _no_progress(_label: str, _done: int, _total: int) -> None:
 # --------------------------------------------------------------------------------------------
 # The report model
 # --------------------------------------------------------------------------------------------
-
-Series = tuple[Sequence[float], Sequence[float]]
-"""(unix seconds, values); missing points are absent."""
-
 
 @dataclass(frozen=True)
 class Assumption:
@@ -247,20 +246,6 @@ def _finite(value: float | None) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _capacity(q: QueueSnapshot) -> float | None:
-    if q.workers is None or q.service_mean_s is None or not q.service_mean_s > 0:
-        return None
-    return _finite(q.workers / q.service_mean_s)
-
-
-def _recommended_workers(verdicts: Sequence[Verdict]) -> int | None:
-    for v in verdicts:
-        w = v.recommendation.get("workers")
-        if isinstance(w, int) and not isinstance(w, bool):
-            return w
-    return None
-
-
 def _sweep(q: QueueSnapshot, slo_s: float, slo_quantile: float,
            recommended: int | None) -> tuple[WhatIfResult | None, str]:
     lam, svc, c = q.arrival_rate_per_s, q.service_mean_s, q.workers
@@ -297,21 +282,6 @@ def _series_of(range_data: RangeData | None) -> dict[str, dict[str, Series]]:
     return out
 
 
-def _capacity_series(workers: Series | None, service: Series | None) -> Series:
-    """c·μ = workers ÷ mean work time on the times both have."""
-    if workers is None or service is None:
-        return ([], [])
-    svc = dict(zip(service[0], service[1], strict=True))
-    ts: list[float] = []
-    vs: list[float] = []
-    for t, c in zip(workers[0], workers[1], strict=True):
-        s = svc.get(t)
-        if s is not None and s > 0 and math.isfinite(c / s):
-            ts.append(t)
-            vs.append(c / s)
-    return ts, vs
-
-
 def build_report(
     source: Source,
     at: float,
@@ -326,7 +296,7 @@ def build_report(
     """Read the source once (snapshot + range for all queues) and build the report model.
 
     Raises ConfigError / CollectorError from the source, ModelInputError for a bad SLO."""
-    from dashboard.advice import MIN_STEP_S, RANGE_POINTS, advise_fleet
+    from dashboard.advice import MIN_STEP_S, RANGE_POINTS, advise_fleet, recommended_workers
 
     report_progress = progress or _no_progress
     if not (math.isfinite(slo_wait_s) and slo_wait_s > 0):
@@ -346,7 +316,8 @@ def build_report(
     for i, qa in enumerate(advice.queues):
         report_progress(f"analysing {qa.queue}", i, total)
         q = by_queue[qa.queue]
-        rec = _recommended_workers(qa.verdicts)
+        found = recommended_workers(qa.verdicts)
+        rec = None if found is None else found[0]
         sweep, note = _sweep(q, slo_wait_s, th.slo_quantile, rec)
         top = qa.verdicts[0] if qa.verdicts else None
         row = QueueRow(
@@ -359,7 +330,7 @@ def build_report(
             utilization=_finite(q.utilization),
             arrival_rate_per_s=_finite(q.arrival_rate_per_s),
             throughput_per_s=_finite(q.throughput_per_s),
-            capacity_per_s=_capacity(q),
+            capacity_per_s=capacity_per_s(q),
             service_mean_s=_finite(q.service_mean_s),
             queue_wait_p95_s=_finite(q.queue_wait_p95_s),
             depth_current=_finite(q.depth_current),
@@ -373,7 +344,7 @@ def build_report(
             row=row, labels=dict(q.labels), verdicts=qa.verdicts,
             arrival=s.get("arrival_rate_per_s", ([], [])),
             throughput=s.get("throughput_per_s", ([], [])),
-            capacity=_capacity_series(s.get("workers"), s.get("service_mean_s")),
+            capacity=combine(s.get("workers"), s.get("service_mean_s")),
             whatif=sweep, whatif_note=note, missing=dict(q.missing),
         ))
     report_progress("analysed", total, total)
@@ -419,13 +390,6 @@ def _utc(unix_s: float) -> str:
     return dt.datetime.fromtimestamp(unix_s, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _duration(seconds: float) -> str:
-    for unit, size in (("d", 86400.0), ("h", 3600.0), ("m", 60.0)):
-        if seconds >= size and seconds % size == 0:
-            return f"{seconds / size:g}{unit}"
-    return f"{seconds:g}s"
-
-
 def _headline(report: Report) -> str:
     counts = report.severity_counts()
     parts = [f"{n} {s}" for s, n in counts.items() if n]
@@ -433,8 +397,10 @@ def _headline(report: Report) -> str:
 
 
 def _range_text(report: Report) -> str:
-    return (f"{_utc(report.start)} → {_utc(report.end)} ({_duration(report.range_s)}, one point "
-            f"every {_duration(report.step_s)}); snapshot rates over {_duration(report.window_s)}")
+    span, step, window = (prometheus_duration(s) for s in (report.range_s, report.step_s,
+                                                           report.window_s))
+    return (f"{_utc(report.start)} → {_utc(report.end)} ({span}, one point every {step}); "
+            f"snapshot rates over {window}")
 
 
 def _slo_text(report: Report) -> str:

@@ -38,7 +38,6 @@ _RECORDED: dict[str, tuple[str, str]] = {
     "unfinished_work_growth": ("workqueue_unfinished_work_seconds", "deriv"),
     "longest_running_s": ("workqueue_longest_running_processor_seconds", "max_over_time"),
 }
-RECORDED_SIGNALS: tuple[str, ...] = tuple(_RECORDED)
 
 
 @dataclass(frozen=True)

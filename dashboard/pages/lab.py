@@ -32,6 +32,7 @@ from dash import Input, Output, State, dcc, html
 
 from dashboard.context import AppContext, register_page
 from dashboard.figures import format_number, lab_figure
+from dashboard.forms import parse_number
 from models.errors import ModelInputError
 from models.fluid import fluid_backlog, fluid_summary
 from models.queueing import mm1
@@ -126,13 +127,19 @@ def lab_control(
     return state, playing, ""
 
 
+def segment_origin(state: LabState, arrival_rate: float, service_rate: float
+                   ) -> tuple[float, float]:
+    """(t0, q0) the fluid prediction starts from: the current segment's origin, or the current
+    point when λ or μ changed since the last step (the next Step starts a new segment)."""
+    if (arrival_rate, service_rate) == (state["arrival_rate"], state["service_rate"]):
+        return float(state["origin_t"]), float(state["origin_backlog"])
+    return float(state["t"]), float(state["backlog"])
+
+
 def prediction_sentence(state: LabState, arrival_rate: float, service_rate: float) -> str:
     """The fluid prediction from the current segment's origin, e.g. 'backlog 4 + t' for
     λ=4, μ=3, q0=4 and 'clears at t = 4' for λ=2, μ=3, q0=4 (time in lab units)."""
-    if (arrival_rate, service_rate) == (state["arrival_rate"], state["service_rate"]):
-        t0, q0 = float(state["origin_t"]), float(state["origin_backlog"])
-    else:  # the inputs changed: the next Step starts a new segment here
-        t0, q0 = float(state["t"]), float(state["backlog"])
+    t0, q0 = segment_origin(state, arrival_rate, service_rate)
     summary = fluid_summary(q0, arrival_rate, service_rate)
     g = summary.growth_per_s
     tvar = "t" if t0 == 0 else f"(t − {format_number(t0)})"
@@ -149,13 +156,13 @@ def prediction_sentence(state: LabState, arrival_rate: float, service_rate: floa
 
 def mm1_sentence(arrival_rate: float, service_rate: float) -> str:
     """The separate M/M/1 residence estimate W = 1/(μ − λ), or 'unstable' when λ ≥ μ."""
-    if service_rate <= 0 or arrival_rate >= service_rate:
+    # μ = 0 is a valid lab input (nothing is served) but not a valid M/M/1: unstable too
+    result = mm1(arrival_rate, service_rate) if service_rate > 0 else None
+    if result is None or result.residence_mean_s is None:
         return (
             "M/M/1 mean residence: unstable (λ ≥ μ) — no steady state; the queue grows "
             "without bound."
         )
-    result = mm1(arrival_rate, service_rate)
-    assert result.residence_mean_s is not None  # stable branch
     return (
         f"M/M/1 mean residence 1/(μ − λ) = {format_number(result.residence_mean_s)} time units "
         f"(utilization ρ = {format_number(result.utilization)}) — conditional on Poisson "
@@ -180,10 +187,7 @@ def lab_render(
         lam, mu = float(state["arrival_rate"]), float(state["service_rate"])
         sentence = f"no prediction: {exc}"
         mm1_text = ""
-    if (lam, mu) == (state["arrival_rate"], state["service_rate"]):
-        t0, q0 = float(state["origin_t"]), float(state["origin_backlog"])
-    else:
-        t0, q0 = t_now, float(state["backlog"])
+    t0, q0 = segment_origin(state, lam, mu)
     summary = fluid_summary(q0, lam, mu)
     clear_at = None if summary.clear_time_s is None else t0 + summary.clear_time_s
     horizon = max(10.0, t_now + 5.0, (clear_at or 0.0) * 1.25)
@@ -205,15 +209,8 @@ def _inputs(
 ) -> tuple[float, float, float]:
     names = ("arrival rate λ", "service rate μ", "initial backlog q0")
     values = (arrival_rate, service_rate, initial_backlog)
-    out: list[float] = []
-    for name, value in zip(names, values, strict=True):
-        if value is None or isinstance(value, bool):
-            raise ModelInputError(f"Enter a number for the {name}.")
-        number = float(value)
-        if not math.isfinite(number) or number < 0:
-            raise ModelInputError(f"The {name} must be a non-negative number, got {value!r}.")
-        out.append(number)
-    return out[0], out[1], out[2]
+    lam, mu, q0 = (parse_number(name, value) for name, value in zip(names, values, strict=True))
+    return lam, mu, q0
 
 
 # --- layout and Dash wiring ------------------------------------------------------------------

@@ -40,6 +40,7 @@ from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
 from dashboard import figures as fg
 from dashboard.advice import advise_data
 from dashboard.context import AppContext, register_page
+from dashboard.signals import Series, capacity_per_s, combine, ratio
 from models.advisor import Verdict
 from models.errors import ModelInputError
 from models.fluid import fluid_backlog, fluid_summary
@@ -118,20 +119,13 @@ def _sig(value: float, digits: int = 3) -> str:
     return fg.format_number(value, max(0, digits - 1 - math.floor(math.log10(magnitude))))
 
 
-def _ratio(num: float | None, den: float | None) -> float | None:
-    if num is None or den is None or not den > 0:
-        return None
-    out = num / den
-    return out if math.isfinite(out) else None
-
-
-def signal_series(range_data: RangeData, queue: str) -> dict[str, fg.Series]:
+def signal_series(range_data: RangeData, queue: str) -> dict[str, Series]:
     """{signal: (t, value)} of one queue, sorted by time (absent rows stay absent)."""
     frame = range_data.frame
     if len(frame) == 0:
         return {}
     sub = frame[frame["queue"] == queue]
-    out: dict[str, fg.Series] = {}
+    out: dict[str, Series] = {}
     for signal, group in sub.groupby("signal", sort=False):
         g = group.sort_values("t")
         out[str(signal)] = (g["t"].to_numpy(np.float64).tolist(),
@@ -139,41 +133,9 @@ def signal_series(range_data: RangeData, queue: str) -> dict[str, fg.Series]:
     return out
 
 
-def combine(a: fg.Series | None, b: fg.Series | None, op: str) -> fg.Series:
-    """Pointwise a·b or a/b on the times both have (a/b only where b > 0)."""
-    if a is None or b is None:
-        return ([], [])
-    right = dict(zip(b[0], b[1], strict=True))
-    ts: list[float] = []
-    vs: list[float] = []
-    for t, x in zip(a[0], a[1], strict=True):
-        y = right.get(t)
-        if y is None:
-            continue
-        if op == "div":
-            if not y > 0:
-                continue
-            v = x / y
-        elif op == "mul":
-            v = x * y
-        else:
-            raise ValueError(f"unknown operation {op!r}")
-        if math.isfinite(v):
-            ts.append(t)
-            vs.append(v)
-    return ts, vs
-
-
-def capacity_per_s(q: QueueSnapshot) -> float | None:
-    """c·μ = workers / mean work time (items/s), or None when either is missing."""
-    if q.workers is None or q.service_mean_s is None or not q.service_mean_s > 0:
-        return None
-    return q.workers / q.service_mean_s
-
-
 def fluid_projection(
     q: QueueSnapshot, now: float, horizon_s: float
-) -> tuple[fg.Series | None, str]:
+) -> tuple[Series | None, str]:
     """The fluid backlog from now, q(t) = max(0, q0 + (λ − c·μ)·t), and its sentence."""
     cap = capacity_per_s(q)
     lam, q0 = q.arrival_rate_per_s, q.depth_current
@@ -190,14 +152,14 @@ def fluid_projection(
         qs = fluid_backlog(q0, lam, cap, ts)
     except ModelInputError as exc:
         return None, f"No fluid projection: {exc}"
-    series: fg.Series = ((now + ts).tolist(), qs.tolist())
+    series: Series = ((now + ts).tolist(), qs.tolist())
     g = summary.growth_per_s
     head = (f"Fluid view (λ = {fmt(lam, '/s')}, full capacity c·μ = {fmt(cap, '/s')}, "
             f"backlog now {fmt(q0, 'items')}): ")
     if g > 0:
         return series, head + (
             f"the backlog grows by {fmt(g, 'items/s')} and never clears at this worker count "
-            f"(+{fmt(g * horizon_s, 'items')} over the next {_duration(horizon_s)})."
+            f"(+{fmt(float(qs[-1]) - q0, 'items')} over the next {_duration(horizon_s)})."
         )
     if clear is None:
         return series, head + "λ = c·μ: the backlog stays where it is."
@@ -253,12 +215,8 @@ def model_fit(q: QueueSnapshot) -> tuple[str, ...]:
 
 
 def _versus(observed: float | None, model: float) -> str:
-    if observed is None or not math.isfinite(observed):
-        return ""
-    if model <= 0:
-        return ""
-    r = observed / model
-    return f" (observed is {_sig(r, 2)}× the model)"
+    r = ratio(observed, model)
+    return "" if r is None else f" (observed is {_sig(r, 2)}× the model)"
 
 
 def measures(q: QueueSnapshot) -> tuple[Measure, ...]:
@@ -282,18 +240,18 @@ def measures(q: QueueSnapshot) -> tuple[Measure, ...]:
                 f"longest running {fmt(q.longest_running_s, 's')}",
                 note("workqueue_work_duration_seconds.", "work_p95_s", "service_mean_s")),
         Measure("retry counts",
-                f"{fmt(q.retries_per_s, '/s')} · {fmt(_ratio(q.retries_per_s, x))} per "
+                f"{fmt(q.retries_per_s, '/s')} · {fmt(ratio(q.retries_per_s, x))} per "
                 f"reconcile · errors {fmt(q.errors_per_s, '/s')}",
                 note("workqueue_retries_total counts every delayed re-add, planned requeues "
                      "included.", "retries_per_s")),
         Measure("API calls (whole process)",
-                f"{fmt(q.api_calls_per_s, '/s')} · {fmt(_ratio(q.api_calls_per_s, x))} per "
+                f"{fmt(q.api_calls_per_s, '/s')} · {fmt(ratio(q.api_calls_per_s, x))} per "
                 f"reconcile · 409 {fmt(conflict, '/s')} · 429 {fmt(throttled, '/s')}",
                 note("rest_client_requests_total is per process: shared by every controller "
                      "in it, so per-reconcile figures are an upper bound.", "api_calls_per_s")),
         Measure("external effects",
                 f"{fmt(q.external_effects_per_s, '/s')} · "
-                f"{fmt(_ratio(q.external_effects_per_s, x))} per reconcile",
+                f"{fmt(ratio(q.external_effects_per_s, x))} per reconcile",
                 note("Writes to systems outside the cluster.", "external_effects_per_s")),
     )
 
@@ -360,11 +318,11 @@ def queue_advice(snap: Snapshot, rng: RangeData | None, name: str, range_key: st
 
 
 def build_figures(
-    series: Mapping[str, fg.Series], step: float, projection: fg.Series | None, now: float
+    series: Mapping[str, Series], step: float, projection: Series | None, now: float
 ) -> dict[str, go.Figure]:
     """The seven charts of the page from the queue's series."""
 
-    def s(name: str) -> fg.Series:
+    def s(name: str) -> Series:
         return series.get(name, ([], []))
 
     capacity = combine(series.get("workers"), series.get("service_mean_s"), "div")

@@ -31,6 +31,7 @@ from dashboard.figures import (
     retry_lag_figure,
     retry_rate_figure,
 )
+from dashboard.forms import parse_number
 from models.errors import ModelInputError
 from models.ratelimit import (
     CLIENT_GO_BASE_S,
@@ -97,21 +98,8 @@ class RetriesView:
 
 # --- pure computation ------------------------------------------------------------------------
 
-def _number(label: str, value: object, *, positive: bool = True) -> float:
-    if value is None or value == "" or isinstance(value, bool):
-        raise ModelInputError(f"Enter a number for the {label}.")
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ModelInputError(f"The {label} must be a number, got {value!r}.") from None
-    if not math.isfinite(number) or number < 0 or (positive and number == 0):
-        kind = "positive" if positive else "non-negative"
-        raise ModelInputError(f"The {label} must be a {kind} number, got {value!r}.")
-    return number
-
-
 def _whole(label: str, value: object, low: int, high: int) -> int:
-    number = _number(label, value)
+    number = parse_number(label, value, positive=True)
     if number != int(number) or not low <= number <= high:
         raise ModelInputError(f"The {label} must be a whole number from {low:,} to {high:,}, "
                               f"got {value!r}.")
@@ -126,21 +114,22 @@ def parse_inputs(
     """Check the raw form values; a bad one raises ModelInputError with a sentence."""
     if jitter not in JITTERS:
         raise ModelInputError(f"Pick a jitter mode: {', '.join(JITTERS)}.")
-    dep = None if dependency in (None, "") else _number("dependency limit", dependency)
+    dep = (None if dependency in (None, "")
+           else parse_number("dependency limit", dependency, positive=True))
     return RetriesInputs(
         keys=_whole("number of failing keys", keys, 1, MAX_KEYS),
-        outage_s=_number("outage length", outage),
-        base_s=_number("base delay", base),
-        cap_s=_number("maximum delay", cap),
+        outage_s=parse_number("outage length", outage, positive=True),
+        base_s=parse_number("base delay", base, positive=True),
+        cap_s=parse_number("maximum delay", cap, positive=True),
         jitter=str(jitter),
         bucket=bool(bucket),
-        qps=_number("bucket rate (qps)", qps),
+        qps=parse_number("bucket rate (qps)", qps, positive=True),
         burst=_whole("bucket burst", burst, 1, 1_000_000),
         dependency_limit_per_s=dep,
-        horizon_s=_number("horizon", horizon),
-        healthy_rate_per_s=_number("healthy key rate", healthy_rate),
+        horizon_s=parse_number("horizon", horizon, positive=True),
+        healthy_rate_per_s=parse_number("healthy key rate", healthy_rate, positive=True),
         workers=_whole("number of workers", workers, 1, 1000),
-        service_mean_s=_number("reconcile time", service),
+        service_mean_s=parse_number("reconcile time", service, positive=True),
     )
 
 

@@ -48,7 +48,9 @@ from dashboard.advice import (
     recommended_workers,
 )
 from dashboard.context import AppContext, register_page
-from dashboard.pages.queue import combine, fmt, signal_series
+from dashboard.forms import parse_number
+from dashboard.pages.queue import fmt, signal_series
+from dashboard.signals import combine
 from models.contention import UslFit, fit_usl
 from models.errors import ModelInputError
 from models.simulate import simulate
@@ -165,22 +167,6 @@ class WhatIfParams:
     contention: bool
 
 
-def _number(name: str, value: object, *, positive: bool = False) -> float:
-    """A finite non-negative (or positive) number from a widget, or a sentence."""
-    if value is None or value == "":
-        raise ModelInputError(f"Enter a number for the {name}.")
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ModelInputError(f"The {name} must be a number, got {value!r}.")
-    try:
-        number = float(value)
-    except ValueError:
-        raise ModelInputError(f"The {name} must be a number, got {value!r}.") from None
-    if not math.isfinite(number) or number < 0 or (positive and number == 0):
-        kind = "positive" if positive else "non-negative"
-        raise ModelInputError(f"The {name} must be a {kind} number, got {value!r}.")
-    return number
-
-
 def parse_params(
     arrival: object, service: object, service_cv2: object, arrival_cv2: object,
     arrival_mult: object, service_mult: object, contention: str | None,
@@ -188,18 +174,18 @@ def parse_params(
     workers: object,
 ) -> WhatIfParams:
     """Turn raw widget values into sweep inputs; a bad value is a ModelInputError sentence."""
-    lam = _number("arrival rate λ", arrival)
-    s = _number("mean work time", service, positive=True)
-    a_mult = _number("arrival multiplier", arrival_mult, positive=True)
-    s_mult = _number("work-time multiplier", service_mult, positive=True)
-    cs2 = _number("work-time cv²", service_cv2)
-    ca2 = _number("arrival cv²", arrival_cv2)
+    lam = parse_number("arrival rate λ", arrival)
+    s = parse_number("mean work time", service, positive=True)
+    a_mult = parse_number("arrival multiplier", arrival_mult, positive=True)
+    s_mult = parse_number("work-time multiplier", service_mult, positive=True)
+    cs2 = parse_number("work-time cv²", service_cv2)
+    ca2 = parse_number("arrival cv²", arrival_cv2)
     use_usl = contention == "usl"
     sig = kap = None
     if use_usl:
-        sig = _number("contention σ", sigma)
-        kap = _number("coherency κ", kappa)
-    slo_s = None if slo in (None, "") else _number("wait SLO", slo, positive=True)
+        sig = parse_number("contention σ", sigma)
+        kap = parse_number("coherency κ", kappa)
+    slo_s = None if slo in (None, "") else parse_number("wait SLO", slo, positive=True)
     if slo_quantile not in SLO_QUANTILES:
         raise ModelInputError(f"Unknown SLO statistic {slo_quantile!r}.")
     if not (isinstance(workers, list | tuple) and len(workers) == 2):
@@ -355,7 +341,7 @@ class SimView:
     figure: go.Figure | None
 
 
-def simulate_view(params: WhatIfParams, workers: int | None,
+def simulate_view(params: WhatIfParams, workers: float | None,
                   progress: Callable[[float], None] | None = None,
                   arrivals: int = SIM_ARRIVALS) -> SimView:
     """A bounded simulator run at ``workers`` (default: the recommendation) vs the formula."""
@@ -654,8 +640,10 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         try:
             params = parse_params(*values[:-1])
             raw = values[-1]
-            workers = None if raw in (None, "") else int(float(raw))
-        except (ModelInputError, ValueError) as exc:
+            # a fraction is refused by simulate_view (never silently truncated)
+            workers = None if raw in (None, "") else parse_number("worker count", raw,
+                                                                  positive=True)
+        except ModelInputError as exc:
             return f"Not simulated: {exc}", dash.no_update, hidden
         view = simulate_view(params, workers)
         if view.figure is None:

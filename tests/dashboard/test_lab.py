@@ -133,7 +133,18 @@ def test_render_with_bad_inputs_shows_no_traceback() -> None:
     fig, t, q, sentence, _ = lab.lab_render(state, None, 3)
     assert (t, q) == ("0", "4")
     assert sentence.startswith("no prediction:")
-    assert fig is not None
+    # the chart still shows the lab's own history, predicted with the last good λ = 4, μ = 3
+    predicted, steps = fig.data
+    assert list(steps.y) == [4.0]
+    assert list(predicted.y)[:3] == [4.0, 5.0, 6.0]
+
+
+def test_text_in_a_number_field_is_a_sentence_not_a_traceback() -> None:
+    state = lab.reset_state(4, 3, 4)
+    new, playing, error = lab.lab_control("lab-step", "four", 3, 4, state, False)
+    assert new is state
+    assert not playing
+    assert error == "The arrival rate λ must be a number, got 'four'."
 
 
 def test_zero_service_rate_is_unstable_not_an_error() -> None:

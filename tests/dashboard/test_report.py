@@ -170,6 +170,11 @@ def test_html_progress_reports_each_queue(demo_report: Report) -> None:
 
 # --- Markdown --------------------------------------------------------------------------------
 
+def test_markdown_names_range_step_and_window(demo_report: Report) -> None:
+    # 6 h range / 120 points = 180 s per point; snapshot rates over the default 300 s
+    assert "(6h, one point every 3m); snapshot rates over 5m" in render(demo_report, "md")
+
+
 def test_md_text_escapes_markdown_and_html() -> None:
     assert md_text(SCRIPT) == "&lt;script&gt;alert(1)&lt;/script&gt;"
     assert md_text(PIPE) == r"x\|y\*z\_\[link\](http://e.test)"

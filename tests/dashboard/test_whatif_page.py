@@ -181,6 +181,13 @@ def test_simulate_refuses_unstable_and_uses_recommendation() -> None:
     assert progress[-1] == 1.0
 
 
+def test_simulate_refuses_a_fractional_worker_count() -> None:
+    # 2.5 workers must not be truncated to 2 and simulated as if the user had typed 2
+    view = wp.simulate_view(_params(arrival=2.0), 2.5, arrivals=5_000)
+    assert view.figure is None
+    assert view.text == "Not simulated: The worker count must be a whole number ≥ 1, got 2.5."
+
+
 def test_layout_preselects_queue_and_keeps_ids() -> None:
     layout = wp.make_layout(AppContext(source=DemoSource(seed=0)))(queue="replicaset")
     ids: dict[str, object] = {}

@@ -1,0 +1,26 @@
+"""Reading numbers typed into the pages' form fields, the same way on every page."""
+
+from __future__ import annotations
+
+import math
+
+from models.errors import ModelInputError
+
+
+def parse_number(name: str, value: object, *, positive: bool = False) -> float:
+    """A finite non-negative (or, with ``positive``, positive) number from a form field.
+
+    Anything else raises :class:`models.errors.ModelInputError` with a sentence naming the
+    field, which the page shows instead of a traceback."""
+    if value is None or value == "":
+        raise ModelInputError(f"Enter a number for the {name}.")
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ModelInputError(f"The {name} must be a number, got {value!r}.")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ModelInputError(f"The {name} must be a number, got {value!r}.") from None
+    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+        kind = "positive" if positive else "non-negative"
+        raise ModelInputError(f"The {name} must be a {kind} number, got {value!r}.")
+    return number
