@@ -39,7 +39,6 @@ def _links(browser: Browser) -> dict[str, str]:
 def test_overview_lists_the_prometheus_queues_and_opens_one(
     prom_browser: Browser, backfilled_prometheus: PrometheusProcess
 ) -> None:
-    from selenium.webdriver.common.by import By
 
     browser = prom_browser
     names = sorted(iter_queue_names())
@@ -59,17 +58,7 @@ def test_overview_lists_the_prometheus_queues_and_opens_one(
     assert " at 00:50:00 UTC " in summary  # read at the fixture's AT, not now
     browser.screenshot("overview-prometheus")
 
-    browser.driver.find_element(By.LINK_TEXT, "replicaset").click()
-    browser.wait_for(lambda: browser.driver.current_url.endswith("/queue/replicaset"),
-                     what="the queue page URL")
-    browser.wait_text("queue-name", "replicaset")
-    browser.wait_for(lambda: browser.count_charts() >= len(GRAPH_IDS), timeout=30,
-                     what=f"{len(GRAPH_IDS)} drawn charts")
-    browser.wait_for(
-        lambda: browser.driver.execute_script(
-            "return document.querySelectorAll('#queue-rates-graph .scatterlayer .trace')"
-            ".length;") >= 3,
-        what="arrivals, throughput and capacity lines")
+    browser.open_queue_from_overview("replicaset", charts=len(GRAPH_IDS))
     assert browser.text("queue-message") == ""
 
 

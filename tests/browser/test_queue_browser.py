@@ -15,20 +15,7 @@ def test_clicking_a_queue_opens_its_page_with_charts(browser: Browser) -> None:
 
     browser.open("/")
     browser.find("overview-table")
-    link = browser.wait_for(lambda: browser.driver.find_element(By.LINK_TEXT, "replicaset"),
-                            what="the replicaset link")
-    link.click()
-    browser.wait_for(lambda: browser.driver.current_url.endswith("/queue/replicaset"),
-                     what="the queue page URL")
-    browser.wait_text("queue-name", "replicaset")
-    browser.wait_for(lambda: browser.count_charts() >= len(GRAPH_IDS), timeout=20,
-                     what=f"{len(GRAPH_IDS)} drawn charts")
-    # every chart has data traces drawn (not only the loading placeholder)
-    browser.wait_for(
-        lambda: browser.driver.execute_script(
-            "return document.querySelectorAll('#queue-rates-graph .scatterlayer .trace')"
-            ".length;") >= 3,
-        what="arrivals, throughput and capacity lines")
+    browser.open_queue_from_overview("replicaset", charts=len(GRAPH_IDS), timeout=20)
     assert browser.text("queue-message") == ""
     assert browser.text("queue-fluid").startswith("Fluid view")
     assert "M/M/c model" in browser.text("queue-model-fit")

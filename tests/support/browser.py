@@ -171,6 +171,25 @@ class Browser:
         )
         return int(count)
 
+    def open_queue_from_overview(self, queue: str, charts: int, timeout: float = 30.0) -> None:
+        """Click ``queue``'s link in the overview and wait until its page has drawn ``charts``
+        charts, with the arrivals/throughput/capacity lines on the rates chart."""
+        from selenium.webdriver.common.by import By
+
+        link = self.wait_for(lambda: self.driver.find_element(By.LINK_TEXT, queue),
+                             what=f"the {queue} link")
+        link.click()
+        self.wait_for(lambda: self.driver.current_url.endswith(f"/queue/{queue}"),
+                      what="the queue page URL")
+        self.wait_text("queue-name", queue)
+        self.wait_for(lambda: self.count_charts() >= charts, timeout=timeout,
+                      what=f"{charts} drawn charts")
+        self.wait_for(
+            lambda: self.driver.execute_script(
+                "return document.querySelectorAll('#queue-rates-graph .scatterlayer .trace')"
+                ".length;") >= 3,
+            what="arrivals, throughput and capacity lines")
+
     def screenshot(self, name: str) -> Path:
         """Save docs/screenshots/<name>.png at the fixed window size."""
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
