@@ -231,3 +231,17 @@ def healthy_impact(
         failing_retries=storm.retries,
         busy_workers_mean=storm.busy_workers_mean,
     )
+
+
+def seconds_over_limit(storm: StormResult, limit_per_s: float | None) -> float | None:
+    """Total length of the rate bins in which the storm's requests exceed a dependency's
+    limit (the last bin may be shorter than ``bin_s``); None when there is no limit."""
+    if limit_per_s is None:
+        return None
+    n = len(storm.request_rate_per_s)
+    over = 0.0
+    for i, rate in enumerate(storm.request_rate_per_s):
+        if rate > limit_per_s:
+            end = storm.horizon_s if i == n - 1 else storm.bin_s * (i + 1)
+            over += end - storm.bin_s * i
+    return over

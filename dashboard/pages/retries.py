@@ -43,7 +43,14 @@ from models.ratelimit import (
     RetryPolicy,
     failures_to_cap,
 )
-from models.retry import HealthyImpact, StormResult, healthy_impact, policy_variants, retry_storm
+from models.retry import (
+    HealthyImpact,
+    StormResult,
+    healthy_impact,
+    policy_variants,
+    retry_storm,
+    seconds_over_limit,
+)
 
 PATH = "/retries"
 MAX_KEYS = 5000
@@ -153,16 +160,6 @@ def retries_view(inputs: RetriesInputs, *, seed: int = 0) -> RetriesView:
     # policy_variants order: plain, jitter, bucket, jitter + bucket
     chosen = (1 if inputs.jitter != "none" else 0) + (2 if inputs.bucket else 0)
     return RetriesView(inputs, tuple(variants), chosen)
-
-
-def seconds_over_limit(storm: StormResult, limit_per_s: float | None) -> float | None:
-    """Total length of the rate bins in which retries exceed the dependency's limit."""
-    if limit_per_s is None:
-        return None
-    edges = [storm.bin_s * i for i in range(len(storm.request_rate_per_s) + 1)]
-    edges[-1] = storm.horizon_s
-    return sum(edges[i + 1] - edges[i] for i, r in enumerate(storm.request_rate_per_s)
-               if r > limit_per_s)
 
 
 def figures_of(view: RetriesView) -> tuple[Any, Any, Any, Any]:

@@ -12,7 +12,6 @@ instant: 10 requests in one 0.01 s bin = 1000 req/s, four times (0.15, 0.4, 0.85
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import dash
@@ -21,6 +20,7 @@ import pytest
 from dashboard import figures
 from dashboard.pages import retries
 from models.errors import ModelInputError
+from models.retry import seconds_over_limit
 
 # keys, outage, base, cap, jitter, bucket, qps, burst, dependency, horizon, healthy, workers,
 # service
@@ -47,7 +47,7 @@ def test_small_storm_numbers_by_hand() -> None:
     assert storm.penalty_with_forget_s == pytest.approx(0.1)
     assert storm.bin_s == pytest.approx(0.01)  # horizon / 1000
     assert storm.peak_rate_per_s == pytest.approx(1000.0)
-    assert retries.seconds_over_limit(storm, 500.0) == pytest.approx(0.04)
+    assert seconds_over_limit(storm, 500.0) == pytest.approx(0.04)
     heads = {key: value for key, value, _ in retries.headlines(view)}
     assert heads["peak"] == "1,000 req/s"
     assert heads["over"] == "0.04 s"
@@ -72,16 +72,6 @@ def test_bucket_spreads_the_synchronised_retries() -> None:
     view = _view(bucket=True, qps=2, burst=1)
     assert view.mine.storm.peak_rate_per_s < 1000.0 / 2
     assert view.variants[0].storm.peak_rate_per_s == pytest.approx(1000.0)
-
-
-def test_seconds_over_limit_counts_whole_and_partial_bins() -> None:
-    storm = _view().mine.storm
-    fake = dataclasses.replace(storm, request_rate_per_s=(0.0, 5.0, 20.0, 30.0), bin_s=0.5,
-                               horizon_s=1.8)
-    # bins [0.5, 1) and [1, 1.5) and the partial last one [1.5, 1.8) exceed 4 req/s
-    assert retries.seconds_over_limit(fake, 4.0) == pytest.approx(0.5 + 0.5 + 0.3)
-    assert retries.seconds_over_limit(fake, 100.0) == 0
-    assert retries.seconds_over_limit(fake, None) is None
 
 
 @pytest.mark.parametrize(

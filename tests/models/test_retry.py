@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from models.errors import ModelInputError
 from models.ratelimit import parse_retry_spec
-from models.retry import healthy_impact, policy_variants, retry_storm
+from models.retry import healthy_impact, policy_variants, retry_storm, seconds_over_limit
 
 
 def test_no_jitter_retries_in_lockstep_and_jitter_spreads_them() -> None:
@@ -57,3 +59,13 @@ def test_healthy_keys_wait_behind_a_tight_loop_but_not_behind_backoff() -> None:
     assert tight.healthy_wait_mean_s is not None
     assert expo.healthy_wait_mean_s is not None
     assert tight.healthy_wait_mean_s > 5 * expo.healthy_wait_mean_s
+
+
+def test_seconds_over_limit_counts_whole_and_partial_bins() -> None:
+    storm = retry_storm(keys=10, outage_s=1.0, policy=parse_retry_spec("exp:0.1:1"))
+    fake = dataclasses.replace(storm, request_rate_per_s=(0.0, 5.0, 20.0, 30.0), bin_s=0.5,
+                               horizon_s=1.8)
+    # bins [0.5, 1) and [1, 1.5) and the partial last one [1.5, 1.8) exceed 4 req/s
+    assert seconds_over_limit(fake, 4.0) == pytest.approx(0.5 + 0.5 + 0.3)
+    assert seconds_over_limit(fake, 100.0) == 0
+    assert seconds_over_limit(fake, None) is None
