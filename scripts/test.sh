@@ -18,11 +18,7 @@ if [ ${#need[@]} -gt 0 ]; then
     --no-install-recommends "${need[@]}"
 fi
 
-py=${PYTHON:-python3}
-if [ -z "${VIRTUAL_ENV:-}" ]; then
-  [ -x .venv/bin/python ] || "$py" -m venv .venv
-  py=.venv/bin/python
-fi
+. scripts/venv.sh
 "$py" -m pip install -q --disable-pip-version-check -e '.[test,bench]'
 
 echo "== ruff";  "$py" -m ruff check .
