@@ -1,4 +1,4 @@
-"""The embedded demo source: the simulated fleet of :mod:`collectors.fleet`, read the way
+"""The embedded demo source: the simulated fleet of :mod:`models.fleet`, read the way
 the Prometheus source reads a real fleet, with no Prometheus.
 
 Every figure is computed from the fleet's cumulative counters and gauges exactly as the
@@ -25,13 +25,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
-from collectors import fleet as fl
 from collectors.errors import ConfigError
-from collectors.histogram import QUANTILES, bucket_quantile
 from collectors.profile import code_class, rate_window_s
 from collectors.types import QueueSnapshot, RangeData, Snapshot
+from models import fleet as fl
+from models.signals import Histogram, ProcessSeries, RawSignals, derive
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -113,7 +112,21 @@ class DemoSource:
         select: npt.ArrayLike | None = None,
         sample_s: float = SAMPLE_S,
     ) -> dict[str, FloatArray]:
-        """Every signal as an array [queue, end time]; NaN where the signal does not exist."""
+        """Every signal as an array [queue, end time]; NaN where the signal does not exist.
+
+        The fleet's counters and gauges are read as PromQL would read them (rates, bucket
+        increases, gauge statistics) into a :class:`models.signals.RawSignals`; everything
+        else is :func:`models.signals.derive`, the same derive the Prometheus source uses."""
+        return derive(self.raw(ends, window_s, select, sample_s)).values  # type: ignore[return-value]
+
+    def raw(
+        self,
+        ends: npt.ArrayLike,
+        window_s: float,
+        select: npt.ArrayLike | None = None,
+        sample_s: float = SAMPLE_S,
+    ) -> RawSignals:
+        """The measured matrices (see :meth:`compute`)."""
         t = np.atleast_1d(np.asarray(ends, dtype=np.float64))
         sel = (
             np.arange(len(self.fleet), dtype=np.int64)
@@ -128,36 +141,29 @@ class DemoSource:
         def row(name: str) -> FloatArray:
             return np.asarray(rate[:, fl.SIGNALS[name], :], dtype=np.float64)
 
-        def ratio(num: FloatArray, den: FloatArray) -> FloatArray:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return np.asarray(np.where(den > 0, num / den, np.nan), dtype=np.float64)
-
-        out: dict[str, FloatArray] = {}
-        out["arrival_rate_per_s"] = row("adds")
-        out["throughput_per_s"] = row("wd:count")
-        out["busy_workers"] = row("wd:sum")
-        out["service_mean_s"] = ratio(row("wd:sum"), row("wd:count"))
-        workers = np.broadcast_to(self._workers[sel][:, None], out["busy_workers"].shape)
-        out["workers"] = np.array(workers, dtype=np.float64)
-        out["utilization"] = out["busy_workers"] / workers
-        out["queue_wait_mean_s"] = ratio(row("qd:sum"), row("qd:count"))
-        for prefix, field, bounds in (
-            ("qd", "queue_wait", fl.WORKQUEUE_BUCKETS),
-            ("wd", "work", fl.WORKQUEUE_BUCKETS),
-        ):
+        d: dict[str, FloatArray] = {}
+        d["arrival_rate_per_s"] = row("adds")
+        d["throughput_per_s"] = row("wd:count")
+        d["busy_workers"] = row("wd:sum")
+        d["workers"] = np.repeat(self._workers[sel][:, None], len(t), axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            qd_count = row("qd:count")
+            d["queue_wait_mean_s"] = np.where(qd_count > 0, row("qd:sum") / qd_count, np.nan)
+        hists: dict[str, list[Histogram]] = {}
+        for prefix, name in (("qd", "queue_wait"), ("wd", "work")):
             rows, count_row, _ = fl.hist_rows(prefix)
             cum = np.moveaxis(inc[:, [*rows, count_row], :], 1, -1)  # [queue, time, bucket]
-            flat = cum.reshape(-1, cum.shape[-1])
-            for label, q in QUANTILES:
-                res = bucket_quantile(q, (*bounds, math.inf), flat)
-                out[f"{field}_{label}_s"] = res.values.reshape(cum.shape[:-1])
-        out["retries_per_s"] = row("retries")
-        out["errors_per_s"] = row("errors")
+            hists[name] = [Histogram(np.array([*fl.WORKQUEUE_BUCKETS, math.inf]), cum)]
+        d["retries_per_s"] = row("retries")
+        d["errors_per_s"] = row("errors")
         for result in fl.RESULTS:
-            out[f"reconcile_results_per_s.{result}"] = row(f"result:{result}")
+            d[f"reconcile_results_per_s.{result}"] = row(f"result:{result}")
+        d["external_effects_per_s"] = np.where(
+            self._external[sel][:, None], row("ext:success"), np.nan
+        )
 
-        # Per process: sum the queues of each pod (over the whole fleet, not the selection).
-        pod_of = self.fleet.pod_index
+        # Per process: every queue's own API-call rows, summed per pod by derive (over the
+        # whole fleet, not the selection: a process's calls do not depend on what is shown).
         api_rows = [fl.SIGNALS[f"api:{code}:{method}"] for code, method in fl.API_SERIES]
         lim_sum = fl.SIGNALS["lim:sum"]
         if select is None:
@@ -165,22 +171,16 @@ class DemoSource:
         else:
             all_c = self.fleet.counters(both, rows=[*api_rows, lim_sum])
             all_rate = (all_c[:, :, len(t):] - all_c[:, :, : len(t)]) / window_s
-        n_pods = len(self.fleet.pods)
-        pod_rate = np.zeros((n_pods, all_rate.shape[1], len(t)))
-        np.add.at(pod_rate, pod_of, all_rate)
-        mine = pod_rate[pod_of[sel]]  # [queue, api rows + limiter, time]
-        classes = {k: np.zeros((len(sel), len(t))) for k in API_CLASSES}
-        for j, (code, _method) in enumerate(fl.API_SERIES):
-            key = code_class(code)
-            classes[key] = classes[key] + mine[:, j, :]
-        out["api_calls_per_s"] = mine[:, : len(api_rows), :].sum(axis=1)
-        for k, v in classes.items():
-            out[f"api_calls_by_class_per_s.{k}"] = v
-        has_limiter = self._pod_limiter[pod_of[sel]][:, None]
-        out["throttle_s_per_s"] = np.where(has_limiter, mine[:, -1, :], np.nan)
-        out["external_effects_per_s"] = np.where(
-            self._external[sel][:, None], row("ext:success"), np.nan
-        )
+        pod_of = self.fleet.pod_index
+        n_q, n_api = all_rate.shape[0], len(api_rows)
+        class_idx = np.array([API_CLASSES.index(code_class(code)) for code, _ in fl.API_SERIES])
+        api = ProcessSeries(
+            process=np.repeat(pod_of, n_api), values=all_rate[:, :n_api, :].reshape(-1, len(t)),
+            total_field="api_calls_per_s", class_of=np.tile(class_idx, n_q),
+            classes=API_CLASSES, class_field="api_calls_by_class_per_s")
+        limited = np.flatnonzero(self._pod_limiter[pod_of])
+        throttle = ProcessSeries(process=pod_of[limited], values=all_rate[limited, -1, :],
+                                 total_field="throttle_s_per_s")
 
         # Gauges: samples at end, end − s, …, end − w (avg/max_over_time, deriv).
         n = math.floor(window_s / sample_s + 1e-9)
@@ -191,22 +191,23 @@ class DemoSource:
         st = (t[:, None] - offsets[None, :]).ravel()
         g = self.fleet.gauges(st, select=sel).reshape(len(sel), len(fl.GAUGES), len(t), n + 1)
         depth = g[:, fl.GAUGES["depth"]] + g[:, fl.GAUGES["depth_low_priority"]]
-        out["depth_mean"] = depth.mean(axis=-1)
-        out["depth_current"] = depth[..., -1]
+        d["depth_mean"] = depth.mean(axis=-1)
+        d["depth_current"] = depth[..., -1]
         unfinished = g[:, fl.GAUGES["unfinished_work_s"]]
-        out["unfinished_work_s"] = unfinished[..., -1]
+        d["unfinished_work_s"] = unfinished[..., -1]
         if n >= 1:
             x = -offsets - (-offsets).mean()
-            out["unfinished_work_growth"] = (
+            d["unfinished_work_growth"] = (
                 (unfinished - unfinished.mean(axis=-1, keepdims=True)) * x
             ).sum(axis=-1) / (x * x).sum()
         else:
-            out["unfinished_work_growth"] = np.full_like(out["depth_mean"], np.nan)
-        out["longest_running_s"] = g[:, fl.GAUGES["longest_running_s"]].max(axis=-1)
-        out["littles_law_ratio"] = ratio(
-            out["depth_mean"], out["arrival_rate_per_s"] * out["queue_wait_mean_s"]
-        )
-        return out
+            d["unfinished_work_growth"] = np.full_like(d["depth_mean"], np.nan)
+        d["longest_running_s"] = g[:, fl.GAUGES["longest_running_s"]].max(axis=-1)
+        return RawSignals(
+            queues=tuple(self.fleet.names[i] for i in sel), t=t, direct=d, histograms=hists,
+            processes=len(self.fleet.pods),
+            queue_process=(np.arange(len(sel), dtype=np.int64), pod_of[sel]),
+            process_series=(api, throttle))
 
     # --- Source protocol ---------------------------------------------------------------------
 
@@ -257,24 +258,12 @@ class DemoSource:
                 )
             sel = np.array([self._index[q] for q in queues], dtype=np.int64)
         times = start + np.arange(math.floor((end - start) / step_s + 1e-9) + 1) * step_s
-        frames = []
-        names = np.array(self.fleet.names, dtype=object)[sel]
-        for lo in range(0, len(times), 2000):
-            chunk = times[lo : lo + 2000]
-            data = self.compute(chunk, window, select=sel)
-            for signal, arr in data.items():
-                q_idx, t_idx = np.nonzero(np.isfinite(arr))
-                frames.append(pd.DataFrame({
-                    "queue": names[q_idx],
-                    "signal": signal,
-                    "t": chunk[t_idx],
-                    "value": arr[q_idx, t_idx],
-                }))
-        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-            {"queue": [], "signal": [], "t": [], "value": []}
-        )
-        frame["queue"] = frame["queue"].astype(str)
-        return RangeData(start=start, end=end, step_s=step_s, source="demo", frame=frame)
+        chunks = [self.compute(times[lo : lo + 2000], window, select=sel)
+                  for lo in range(0, len(times), 2000)]
+        signals = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in chunks[0]}
+        names = tuple(self.fleet.names[i] for i in sel)
+        return RangeData(start=start, end=end, step_s=step_s, source="demo", queues=names,
+                         t=np.asarray(times, dtype=np.float64), signals=signals)
 
     # --- helpers ------------------------------------------------------------------------------
 

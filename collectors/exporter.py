@@ -27,8 +27,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from collectors import fleet as fl
 from collectors.openmetrics import Family, fleet_families
+from models import fleet as fl
 
 
 def _label_names(family: Family) -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from collectors import fleet as fl
+from models import fleet as fl
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -26,14 +26,13 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
-import pandas as pd
 
 from collectors.errors import CollectorError
-from collectors.histogram import QUANTILES, bucket_quantile, parse_le
+from collectors.histogram import parse_le
 from collectors.profile import Profile, SignalQuery, code_class, rate_window_s
 from collectors.prom_client import (
     InstantResult,
@@ -44,15 +43,16 @@ from collectors.prom_client import (
     plan_range,
 )
 from collectors.types import QueueSnapshot, RangeData, Snapshot
-
-MIN_COVERAGE = 0.9
-"""A rate window with fewer than this share of the expected samples is a scrape gap."""
-
-RATE_FIELDS = (
-    "arrival_rate_per_s", "throughput_per_s", "busy_workers", "service_mean_s", "utilization",
-    "queue_wait_mean_s", "depth_mean", "retries_per_s", "errors_per_s", "unfinished_work_growth",
-    "littles_law_ratio",
-    *(f"queue_wait_{p}_s" for p, _ in QUANTILES), *(f"work_{p}_s" for p, _ in QUANTILES),
+from models.histogram import QUANTILES
+from models.signals import (
+    HISTOGRAMS,
+    MIN_COVERAGE,
+    RATE_FIELDS,
+    DerivedSignals,
+    Histogram,
+    ProcessSeries,
+    RawSignals,
+    derive,
 )
 
 T = TypeVar("T")
@@ -80,16 +80,6 @@ def _run_all(
         return {k: fut.result() for fut, k in futures.items()}
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-
-
-@dataclass
-class _Reasons:
-    missing: dict[str, str] = field(default_factory=dict)
-
-    def take(self, name: str, value: float | None, reason: str | None) -> float | None:
-        if value is None:
-            self.missing[name] = reason or "not available"
-        return value
 
 
 def _special_reason(metric: str, special: str | None) -> str:
@@ -172,19 +162,7 @@ class PrometheusSource:
                 f"some series have no {ql!r}/{cl!r} label and were ignored (check the profile's "
                 "labels section)"
             )
-
         m = profile.metrics
-        api = _ProcessAttribution(
-            profile, results["api_calls"].samples, results["topology"].samples, "code",
-            f"no {m.rest_client_requests} series")
-        throttle = _ProcessAttribution(
-            profile, results["throttle_s_per_s"].samples, results["topology"].samples, None,
-            f"no {m.rate_limiter_duration}_sum series (stock controller-runtime does not expose "
-            "the client-side rate limiter histogram)")
-        for note in (api.note(m.rest_client_requests), throttle.note(m.rate_limiter_duration)):
-            if note and note not in warnings:
-                warnings.append(note)
-
         unknown = sorted(set(profile.workers) - names)
         if unknown:
             warnings.append(
@@ -192,183 +170,56 @@ class PrometheusSource:
                 "and the selector): "
                 + ", ".join(repr(u) for u in unknown)
             )
-        coverage = self._coverage(per_queue.get("samples_in_window", {}), window_s)
-        queues = [
-            self._queue(q, per_queue, buckets, outcomes, api, throttle, results, coverage,
-                        warnings, window_s)
-            for q in sorted(names)
-        ]
+        order = tuple(sorted(names))
+        rows = {q: i for i, q in enumerate(order)}
+        t = np.array([at])
+
+        def column(samples: Mapping[str, Sample]) -> np.ndarray:
+            out = np.full((len(order), 1), np.nan)
+            for q, sm in samples.items():
+                i = rows.get(q)
+                if i is not None and sm.value is not None:
+                    out[i, 0] = sm.value
+            return out
+
+        direct = {sig: column(samples) for sig, samples in per_queue.items()
+                  if sig != "samples_in_window"}
+        for q, kinds in outcomes.items():
+            for kind, value in kinds.items():
+                direct.setdefault(f"reconcile_results_per_s.{kind}",
+                                  np.full((len(order), 1), np.nan))[rows[q], 0] = value
+        direct["external_effects_per_s"] = np.array(
+            [[self._external(q, results)[0] or math.nan] for q in order]).reshape(-1, 1)
+        hists = {prefix: _layouts(buckets[signal], rows)
+                 for signal, prefix in (("queue_wait_buckets", "queue_wait"),
+                                        ("work_buckets", "work"))}
+        procs = _Processes(profile, results["topology"].samples, rows)
+        api = procs.series(results["api_calls"].samples, "api_calls_per_s", "code",
+                           "api_calls_by_class_per_s")
+        throttle = procs.series(results["throttle_s_per_s"].samples, "throttle_s_per_s")
+        for metric, ps in ((m.rest_client_requests, api), (m.rate_limiter_duration, throttle)):
+            note = procs.note(metric, ps)
+            if note and note not in warnings:
+                warnings.append(note)
+        raw = RawSignals(
+            queues=order, t=t, direct=direct, histograms=hists,
+            configured_workers=np.array([_nan(profile.configured_workers(q)) for q in order]),
+            samples_in_window=(column(per_queue["samples_in_window"])
+                               if "samples_in_window" in per_queue else None),
+            expected_samples=(window_s / profile.scrape_interval_s
+                              if profile.scrape_interval_s else None),
+            processes=procs.count, queue_process=procs.pairs(),
+            process_series=[ps.series for ps in (api, throttle) if ps.series is not None])
+        derived = derive(raw)
+        reasons = _SnapshotReasons(profile, per_queue, buckets, outcomes, procs, api, throttle,
+                                   window_s)
+        queues = [reasons.queue(i, q, derived, self._external(q, results)[1], warnings)
+                  for i, q in enumerate(order)]
         return Snapshot(at=at, window_s=window_s, source=self.name, queues=queues,
                         warnings=tuple(warnings))
 
-    def _coverage(self, samples: Mapping[str, Sample], window_s: float) -> dict[str, float]:
-        counts = {q: s.value for q, s in samples.items() if s.value is not None and q}
-        if not counts:
-            return {}
-        if self.profile.scrape_interval_s:
-            expected = window_s / self.profile.scrape_interval_s
-        else:
-            expected = max(counts.values())
-        return {q: min(1.0, n / expected) if expected > 0 else 1.0 for q, n in counts.items()}
-
-    def _queue(
-        self,
-        q: str,
-        per_queue: Mapping[str, Mapping[str, Sample]],
-        buckets: Mapping[str, Mapping[str, list[tuple[float, float]]]],
-        outcomes: Mapping[str, Mapping[str, float]],
-        api: _ProcessAttribution,
-        throttle: _ProcessAttribution,
-        results: Mapping[str, InstantResult],
-        coverage: Mapping[str, float],
-        warnings: list[str],
-        window_s: float,
-    ) -> QueueSnapshot:
-        profile = self.profile
-        m = profile.metrics
-        r = _Reasons()
-        metric_of = {sq.signal: sq.metric for sq in profile.queries(window_s)}
-
-        def get(signal: str, what: str | None = None) -> tuple[float | None, str | None]:
-            metric = what or metric_of.get(signal, signal)
-            if signal not in per_queue:
-                return None, (f"{metric} is not read by the {profile.name} profile "
-                              "(no controller_runtime_* metrics)")
-            sample = per_queue[signal].get(q)
-            if sample is None:
-                label = profile.queue_label if signal not in (
-                    "workers", "errors_per_s") else profile.controller_label
-                return None, f"no {metric} series with {label}={q!r} in the window"
-            if sample.value is None:
-                return None, _special_reason(metric, sample.special)
-            return sample.value, None
-
-        arrival = r.take("arrival_rate_per_s", *get("arrival_rate_per_s"))
-        throughput = r.take("throughput_per_s", *get("throughput_per_s"))
-        busy = r.take("busy_workers", *get("busy_workers"))
-        service = None
-        if throughput is not None and busy is not None:
-            if throughput > 0:
-                service = busy / throughput
-            else:
-                r.missing["service_mean_s"] = "no completed items in the window"
-        else:
-            r.missing["service_mean_s"] = "needs throughput_per_s and busy_workers"
-
-        workers, reason = get("workers")
-        if workers is None:
-            configured = profile.configured_workers(q)
-            if configured is not None:
-                workers = configured
-            else:
-                reason = (f"{reason}; no worker count for this queue in the config "
-                          "(profile.workers)")
-        r.take("workers", workers, reason)
-        utilization = None
-        if busy is not None and workers is not None and workers > 0:
-            utilization = busy / workers
-        else:
-            r.missing["utilization"] = "needs busy_workers and workers"
-
-        depth_mean = r.take("depth_mean", *get("depth_mean"))
-        depth_current = r.take("depth_current", *get("depth_current"))
-        wait_value, wait_reason = get("queue_wait_mean_s")
-        if wait_value is None and wait_reason and "NaN" in wait_reason:
-            wait_reason = f"{m.queue_duration}: no item left the queue in the window"
-        wait_mean = r.take("queue_wait_mean_s", wait_value, wait_reason)
-
-        quantiles: dict[str, float | None] = {}
-        for signal, prefix, metric in (("queue_wait_buckets", "queue_wait", m.queue_duration),
-                                       ("work_buckets", "work", m.work_duration)):
-            pairs = buckets[signal].get(q)
-            for p, qv in QUANTILES:
-                name = f"{prefix}_{p}_s"
-                if not pairs:
-                    quantiles[name] = r.take(
-                        name, None, f"no {metric}_bucket series with {profile.queue_label}={q!r}")
-                    continue
-                res = bucket_quantile(qv, [b for b, _ in pairs], np.array([[c for _, c in pairs]]))
-                value = float(res.values[0])
-                if math.isfinite(value):
-                    quantiles[name] = value
-                    if res.lower_bound[0]:
-                        warnings.append(
-                            f"{q}: {name} is a lower bound: more than {100 * (1 - qv):g} % of "
-                            f"items took longer than the highest finite bucket of {metric} "
-                            f"({value:g} s)"
-                        )
-                else:
-                    quantiles[name] = r.take(name, None, f"{metric}: {res.reason or 'undefined'}")
-
-        retries = r.take("retries_per_s", *get("retries_per_s"))
-        errors = r.take("errors_per_s", *get("errors_per_s"))
-        results_by_kind = dict(outcomes.get(q, {}))
-        if not results_by_kind:
-            r.missing["reconcile_results_per_s"] = (
-                f"no {m.reconcile_total} series with {profile.controller_label}={q!r}"
-                if profile.has_controller_metrics
-                else f"{m.reconcile_total} is not read by the {profile.name} profile")
-
-        api_total, api_classes, api_reason = api.for_queue(q)
-        r.take("api_calls_per_s", api_total, api_reason)
-        thr, _, thr_reason = throttle.for_queue(q)
-        r.take("throttle_s_per_s", thr, thr_reason)
-        external = r.take("external_effects_per_s", *self._external(q, results))
-        unfinished = r.take("unfinished_work_s", *get("unfinished_work_s"))
-        growth = r.take("unfinished_work_growth", *get("unfinished_work_growth"))
-        longest = r.take("longest_running_s", *get("longest_running_s"))
-
-        littles = None
-        if depth_mean is not None and arrival is not None and wait_mean is not None:
-            if arrival * wait_mean > 0:
-                littles = depth_mean / (arrival * wait_mean)
-            else:
-                r.missing["littles_law_ratio"] = "arrival_rate_per_s × queue_wait_mean_s is 0"
-        else:
-            r.missing["littles_law_ratio"] = (
-                "needs depth_mean, arrival_rate_per_s and queue_wait_mean_s")
-
-        values: dict[str, Any] = {
-            "arrival_rate_per_s": arrival, "throughput_per_s": throughput,
-            "service_mean_s": service, "busy_workers": busy, "workers": workers,
-            "utilization": utilization, "depth_mean": depth_mean, "depth_current": depth_current,
-            "queue_wait_mean_s": wait_mean, **quantiles, "retries_per_s": retries,
-            "errors_per_s": errors, "unfinished_work_s": unfinished,
-            "unfinished_work_growth": growth, "longest_running_s": longest,
-            "littles_law_ratio": littles,
-        }
-
-        cov = coverage.get(q)
-        if cov is not None and cov < MIN_COVERAGE:
-            n = per_queue["samples_in_window"][q].value
-            reason = (f"scrape gap: only {n:g} samples ({100 * cov:.0f} % of those expected) in "
-                      f"the {window_s:g} s window; a rate over it would be under-reported")
-            for name in RATE_FIELDS:
-                if values.get(name) is not None:
-                    values[name] = None
-                r.missing[name] = reason
-            if results_by_kind:
-                results_by_kind = {}
-                r.missing["reconcile_results_per_s"] = reason
-            warnings.append(f"{q}: {reason}; last values (depth, unfinished work) may be stale")
-
-        labels = {profile.queue_label: q, **api.process_labels(q)}
-        final = {**values, "api_calls_per_s": api_total, "throttle_s_per_s": thr,
-                 "external_effects_per_s": external}
-        return QueueSnapshot(
-            queue=q,
-            labels=labels,
-            reconcile_results_per_s=results_by_kind,
-            api_calls_by_class_per_s=api_classes,
-            throttle_s_per_s=thr,
-            api_calls_per_s=api_total,
-            external_effects_per_s=external,
-            missing={k: v for k, v in r.missing.items()
-                     if k == "reconcile_results_per_s" or final.get(k) is None},
-            **values,
-        )
-
-    def _external(self, q: str, results: Mapping[str, InstantResult]) -> tuple[float | None, str]:
+    def _external(self, q: str, results: Mapping[str, Any]) -> tuple[float | None, str]:
+        """The configured external-effects queries for queue ``q`` (instant answers)."""
         groups = [(i, e) for i, e in enumerate(self.profile.external_effects) if e.group.matches(q)]
         if not groups:
             return None, "no external-effects query is configured for this queue (profile." \
@@ -397,261 +248,579 @@ class PrometheusSource:
     def range(
         self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None
     ) -> RangeData:
+        """Every signal over [start, end] for all queues (or those named).
+
+        The topology query (which process runs which queue) goes first and names the queues;
+        a fleet of more than :data:`RANGE_BATCH_QUEUES` queues is then read in batches of that
+        many queue names (one query per signal per batch, ``name=~"a|b|…"``), each batch's
+        answers decoded into its rows of the result and dropped before the next batch is
+        asked for: a 10,000-queue read never holds more than one batch of JSON answers."""
         try:
             a, b, step = plan_range(start, end, step_s)
         except ValueError as exc:
             raise CollectorError(f"invalid range: {exc}") from None
         profile = self.profile
         window = self.range_window_s(step)
-        queries = profile.queries(window, queues)
         client = self.client
+        parallelism = self.client.settings.parallelism
 
         def ranged(promql: str) -> Callable[[], Any]:
             return lambda: client.query_range(promql, a, b, step)
 
-        jobs = {sq.signal: ranged(sq.promql) for sq in queries}
-        topo = profile.topology_query(b - a + window, queues)
-        jobs["topology"] = lambda: client.query(topo, b)
+        topo_q = profile.topology_query(b - a + window, queues)
+        fleet_jobs: dict[str, Callable[[], Any]] = {"topology": lambda: client.query(topo_q, b)}
+        process_queries = [sq for sq in profile.queries(window) if sq.key.startswith("process")]
+        for sq in process_queries:
+            fleet_jobs[sq.signal] = ranged(sq.promql)
         for i, eff in enumerate(profile.external_effects):
-            jobs[f"external:{i}"] = ranged(eff.render(window))
-        results = _run_all(jobs, self.client.settings.parallelism)
+            fleet_jobs[f"external:{i}"] = ranged(eff.render(window))
+        fleet = _run_all(fleet_jobs, parallelism)
+        known = sorted({smp.labels.get(profile.queue_label, "")
+                        for smp in fleet["topology"].samples} - {""})
+        wanted = list(queues) if queues else known
+        batches: list[list[str] | None]
+        if len(wanted) > RANGE_BATCH_QUEUES:
+            batches = [wanted[k:k + RANGE_BATCH_QUEUES]
+                       for k in range(0, len(wanted), RANGE_BATCH_QUEUES)]
+        else:
+            batches = [list(queues) if queues else None]
         warnings: list[str] = []
-        for res in results.values():
+        for res in fleet.values():
             warnings += [w for w in res.warnings if w not in warnings]
         if step != step_s:
             warnings.append(f"step widened from {step_s:g} s to {step} s (whole seconds, at most "
                             f"11,000 points per series)")
-        frame = _RangeBuilder(profile, results, queries, queues, window).build(warnings)
-        return RangeData(start=a, end=b, step_s=step, source=self.name, frame=frame,
-                         warnings=tuple(warnings))
+        t = a + step * np.arange((b - a) // step + 1, dtype=np.float64)
+        out = _RangeOutput(t, wanted, len(batches))
+        for batch in batches:
+            queries = [sq for sq in profile.queries(window, batch)
+                       if not sq.key.startswith("process")]
+            results = dict(fleet)
+            results.update(_run_all({sq.signal: ranged(sq.promql) for sq in queries},
+                                    parallelism))
+            for sq in queries:
+                warnings += [w for w in results[sq.signal].warnings if w not in warnings]
+            raw = _range_raw(profile, results, [*queries, *process_queries], batch, t,
+                             float(step), window, warnings)
+            del results
+            derived = derive(raw)
+            for q in np.asarray(raw.queues, dtype=object)[derived.gap.any(axis=1)]:
+                n = int(derived.gap[raw.queues.index(q)].sum())
+                warnings.append(f"{q}: {n} point(s) dropped from rate signals: scrape gap "
+                                f"(fewer than {100 * MIN_COVERAGE:.0f} % of the expected samples "
+                                "in the rate window)")
+            out.add(derived)
+        queues_out, signals = out.result()
+        return RangeData(start=a, end=b, step_s=step, source=self.name, queues=queues_out,
+                         t=t, signals=signals, warnings=tuple(warnings))
 
 
-# --- process attribution (rest_client_* has no controller label) --------------------------
+RANGE_BATCH_QUEUES = 500
+"""Queue names per batch of a large range read: 500 names of 60 characters keep each query's
+URL near 30 kB (under the 1 MB header limit of Go's HTTP server and common proxies' 64 kB),
+and a batch's JSON answers near 100 MB of Python objects at 2 h / 60 s."""
 
 
-class _ProcessAttribution:
-    """Per-process samples (job/instance[, code]) attributed to the queues of that process."""
+class _RangeOutput:
+    """The rows of every batch of a range read, written into one matrix per signal as each
+    batch arrives (a batch's own matrices are dropped right after)."""
 
-    def __init__(self, profile: Profile, samples: Sequence[Sample], topology: Sequence[Sample],
-                 sub_label: str | None, absent_reason: str):
-        self.absent_reason = absent_reason
+    def __init__(self, t: np.ndarray, names: Sequence[str], batches: int) -> None:
+        self.t = t
+        self.single: DerivedSignals | None = None
+        self.batches = batches
+        self.names = sorted(set(names))
+        self.rows = {q: i for i, q in enumerate(self.names)}
+        self.seen = np.zeros(len(self.names), dtype=bool)
+        self.signals: dict[str, np.ndarray] = {}
+
+    def add(self, derived: DerivedSignals) -> None:
+        if self.batches == 1:
+            self.single = derived
+            return
+        idx = np.array([self.rows[q] for q in derived.queues], dtype=np.int64)
+        self.seen[idx] = True
+        for name, v in derived.values.items():
+            if not np.isfinite(v).any():
+                continue
+            m = self.signals.get(name)
+            if m is None:
+                m = self.signals[name] = np.full((len(self.names), len(self.t)), np.nan)
+            m[idx] = v
+
+    def result(self) -> tuple[tuple[str, ...], dict[str, np.ndarray]]:
+        if self.single is not None:
+            d = self.single
+            return d.queues, {k: v for k, v in d.values.items() if np.isfinite(v).any()}
+        if self.seen.all():
+            return tuple(self.names), self.signals
+        keep = np.flatnonzero(self.seen)
+        return (tuple(self.names[i] for i in keep),
+                {k: v[keep] for k, v in self.signals.items()})
+
+
+# --- decoding ---------------------------------------------------------------------------
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _layouts(per_queue: Mapping[str, list[tuple[float, float]]], rows: Mapping[str, int]
+             ) -> list[Histogram]:
+    """Instant bucket samples grouped by bucket layout (one :class:`Histogram` per ``le`` set)."""
+    groups: dict[tuple[float, ...], list[tuple[int, list[float]]]] = defaultdict(list)
+    for q, pairs in per_queue.items():
+        i = rows.get(q)
+        if i is None or not pairs:
+            continue
+        pairs = sorted(pairs)
+        groups[tuple(le for le, _ in pairs)].append((i, [c for _, c in pairs]))
+    out = []
+    for bounds, members in groups.items():
+        counts = np.array([c for _, c in members], dtype=np.float64)[:, None, :]
+        out.append(Histogram(np.array(bounds), counts,
+                             np.array([i for i, _ in members], dtype=np.int64)))
+    return out
+
+
+@dataclass
+class _Attributed:
+    """One process-wide metric decoded for :func:`models.signals.derive`."""
+
+    series: ProcessSeries | None
+    labelled: bool
+    present: set[int]
+    """Processes with at least one finite sample."""
+    absent_reason: str
+    empty: bool
+
+
+class _Processes:
+    """Which process (the profile's process labels) runs which queue, from the topology query;
+    turns process-wide samples (``rest_client_*``: no controller label) into per-process rows.
+
+    Without any process label on a metric's series, that metric's rows all go to one
+    process-wide pseudo process that every queue is given (and a warning says so)."""
+
+    def __init__(self, profile: Profile, topology: Sequence[Sample], rows: Mapping[str, int]):
         self.profile = profile
-        self.sub_label = sub_label
         self.plabels = profile.process_labels
-        self.samples = [s for s in samples if s.value is not None]
-        self.labelled = any(any(s.labels.get(lb) for lb in self.plabels) for s in samples)
-        self.procs: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+        self.rows = rows
+        self.index: dict[tuple[str, ...], int] = {}
+        self.of_queue: dict[int, set[int]] = defaultdict(set)
+        self.keys_of_queue: dict[int, set[tuple[str, ...]]] = defaultdict(set)
         for s in topology:
-            key = tuple(s.labels.get(lb, "") for lb in self.plabels)
-            self.procs[s.labels.get(profile.queue_label, "")].add(key)
-        self.empty = not samples
+            i = rows.get(s.labels.get(profile.queue_label, ""))
+            if i is None:
+                continue
+            key = self.key(s.labels)
+            self.of_queue[i].add(self.process(key))
+            self.keys_of_queue[i].add(key)
 
-    def note(self, metric: str) -> str | None:
-        if self.samples and not self.labelled:
+    def key(self, labels: Mapping[str, str]) -> tuple[str, ...]:
+        return tuple(labels.get(lb, "") for lb in self.plabels)
+
+    def process(self, key: tuple[str, ...]) -> int:
+        return self.index.setdefault(key, len(self.index))
+
+    @property
+    def count(self) -> int:
+        return len(self.index)
+
+    @property
+    def _wide_key(self) -> tuple[str, ...]:
+        """The pseudo process of unlabelled rows (longer than any real key: cannot clash)."""
+        return ("",) * (len(self.plabels) + 1)
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        q_idx: list[int] = []
+        p_idx: list[int] = []
+        for i, ps in self.of_queue.items():
+            for pi in ps:
+                q_idx.append(i)
+                p_idx.append(pi)
+        wide = self.index.get(self._wide_key)
+        if wide is not None:
+            for i in range(len(self.rows)):
+                q_idx.append(i)
+                p_idx.append(wide)
+        return np.array(q_idx, dtype=np.int64), np.array(p_idx, dtype=np.int64)
+
+    def series(self, samples: Sequence[Sample], total_field: str, sub_label: str | None = None,
+               class_field: str = "", absent: str = "") -> _Attributed:
+        m = self.profile.metrics
+        if not absent:
+            absent = (f"no {m.rest_client_requests} series" if sub_label else
+                      f"no {m.rate_limiter_duration}_sum series (stock controller-runtime does "
+                      "not expose the client-side rate limiter histogram)")
+        labelled = any(any(s.labels.get(lb) for lb in self.plabels) for s in samples)
+        finite = [s for s in samples if s.value is not None]
+        if not finite:
+            return _Attributed(None, labelled, set(), absent, not samples)
+        if labelled:
+            procs = [self.process(self.key(s.labels)) for s in finite]
+            present = set(procs)
+        else:
+            procs = [self.process(self._wide_key)] * len(finite)
+            present = set(procs)
+        classes: tuple[str, ...] = ()
+        class_of = None
+        if sub_label:
+            names = [code_class(s.labels.get(sub_label, "")) for s in finite]
+            classes = tuple(sorted(set(names)))
+            class_of = np.array([classes.index(n) for n in names], dtype=np.int64)
+        ps = ProcessSeries(process=np.array(procs, dtype=np.int64),
+                           values=np.array([[s.value] for s in finite], dtype=np.float64),
+                           total_field=total_field, class_of=class_of, classes=classes,
+                           class_field=class_field)
+        return _Attributed(ps, labelled, present, absent, False)
+
+    def note(self, metric: str, att: _Attributed) -> str | None:
+        if att.series is not None and not att.labelled:
             return (f"{metric} has no {'/'.join(self.plabels)} labels: the process-wide total is "
                     "shown for every queue (it is shared by all controllers of the process)")
         return None
 
-    def process_labels(self, q: str) -> dict[str, str]:
-        keys = sorted(self.procs.get(q, ()))
+    def reason(self, i: int, att: _Attributed) -> str | None:
+        """Why queue ``i`` has no value of the attributed metric (None: it has one)."""
+        if att.empty or att.series is None:
+            return att.absent_reason
+        if not att.labelled:
+            return None
+        procs = self.of_queue.get(i)
+        if not procs:
+            return "cannot tell which process (job/instance) runs this queue"
+        if not procs & att.present:
+            where = ", ".join(f"{k}={v}" for k, v in self.process_labels(i).items())
+            return f"{att.absent_reason} for the process running this queue ({where})"
+        return None
+
+    def process_labels(self, i: int) -> dict[str, str]:
+        keys = sorted(self.keys_of_queue.get(i, ()))
         out: dict[str, str] = {}
-        for i, lb in enumerate(self.plabels):
-            vals = sorted({k[i] for k in keys if k[i]})
+        for j, lb in enumerate(self.plabels):
+            vals = sorted({k[j] for k in keys if k[j]})
             if vals:
                 out[lb] = ",".join(vals)
         return out
 
-    def for_queue(self, q: str) -> tuple[float | None, dict[str, float], str | None]:
-        if self.empty:
-            return None, {}, self.absent_reason
-        if self.labelled:
-            procs = self.procs.get(q)
-            if not procs:
-                return None, {}, "cannot tell which process (job/instance) runs this queue"
-            chosen = [s for s in self.samples
-                      if tuple(s.labels.get(lb, "") for lb in self.plabels) in procs]
-            if not chosen:
-                where = ", ".join(f"{k}={v}" for k, v in self.process_labels(q).items())
-                return None, {}, f"{self.absent_reason} for the process running this queue " \
-                                 f"({where})"
-        else:
-            chosen = self.samples
-        total = float(sum(s.value for s in chosen if s.value is not None))
-        classes: dict[str, float] = defaultdict(float)
-        if self.sub_label:
-            for s in chosen:
-                classes[code_class(s.labels.get(self.sub_label, ""))] += s.value or 0.0
-        return total, dict(sorted(classes.items())), None
 
+class _SnapshotReasons:
+    """Builds each :class:`QueueSnapshot` from the derived column, with the reason for every
+    value that is missing (the reasons name the metric and label the user has to check)."""
 
-# --- range frame ------------------------------------------------------------------------
-
-
-class _RangeBuilder:
-    def __init__(self, profile: Profile, results: Mapping[str, Any],
-                 queries: Sequence[SignalQuery], queues: Sequence[str] | None, window_s: float):
+    def __init__(self, profile: Profile, per_queue: Mapping[str, Mapping[str, Sample]],
+                 buckets: Mapping[str, Mapping[str, list[tuple[float, float]]]],
+                 outcomes: Mapping[str, Mapping[str, float]], procs: _Processes,
+                 api: _Attributed, throttle: _Attributed, window_s: float) -> None:
         self.profile = profile
+        self.per_queue = per_queue
+        self.buckets = buckets
+        self.outcomes = outcomes
+        self.procs = procs
+        self.api = api
+        self.throttle = throttle
         self.window_s = window_s
-        self.results = results
-        self.queries = queries
-        self.queues = set(queues) if queues else None
-        self.parts: list[pd.DataFrame] = []
+        self.metric_of = {sq.signal: sq.metric for sq in profile.queries(window_s)}
+        self._columns: dict[str, list[float]] | None = None
 
-    def _add(self, queue: str, signal: str, t: np.ndarray, v: np.ndarray) -> None:
-        if self.queues is not None and queue not in self.queues:
-            return
-        ok = np.isfinite(v)
-        if ok.any():
-            self.parts.append(pd.DataFrame({"queue": queue, "signal": signal,
-                                            "t": t[ok].astype(float), "value": v[ok]}))
+    def columns(self, derived: DerivedSignals) -> dict[str, list[float]]:
+        """Each derived signal's one column as Python floats (converted once, not per queue)."""
+        if self._columns is None:
+            self._columns = {k: v[:, 0].tolist() for k, v in derived.values.items()}
+        return self._columns
 
-    def build(self, warnings: list[str]) -> pd.DataFrame:
-        p = self.profile
-        ql, cl = p.queue_label, p.controller_label
-        series: dict[str, dict[str, pd.Series]] = {}
-        for sq in self.queries:
-            res: RangeResult = self.results[sq.signal]
-            for s in res.series:
-                for kind, n in s.dropped.items():
-                    note = f"{sq.signal}: {n} {kind} point(s) left out"
-                    if note not in warnings:
-                        warnings.append(note)
-            if sq.key in ("queue", "controller"):
-                label = ql if sq.key == "queue" else cl
-                series[sq.signal] = {s.labels.get(label, ""): pd.Series(s.v, index=s.t)
-                                     for s in res.series}
-        gap = self._gap_mask(series.get("samples_in_window", {}), warnings)
+    def _why(self, signal: str, q: str) -> str | None:
+        """Why a directly read signal has no value for ``q`` (None: it has one)."""
+        profile = self.profile
+        metric = self.metric_of.get(signal, signal)
+        if signal not in self.per_queue:
+            return (f"{metric} is not read by the {profile.name} profile "
+                    "(no controller_runtime_* metrics)")
+        sample = self.per_queue[signal].get(q)
+        if sample is None:
+            label = profile.queue_label if signal not in (
+                "workers", "errors_per_s") else profile.controller_label
+            return f"no {metric} series with {label}={q!r} in the window"
+        if sample.value is None:
+            return _special_reason(metric, sample.special)
+        return None
 
-        def emit(queue: str, signal: str, s: pd.Series) -> None:
-            if signal in RATE_FIELDS and queue in gap:
-                s = s[~s.index.isin(gap[queue])]
-            self._add(queue, signal, s.index.to_numpy(dtype=float), s.to_numpy(dtype=float))
+    def queue(self, i: int, q: str, derived: DerivedSignals, external_reason: str,
+              warnings: list[str]) -> QueueSnapshot:
+        profile = self.profile
+        m = profile.metrics
+        values: dict[str, Any] = {}
+        for name, col in self.columns(derived).items():
+            v = col[i]
+            values[name] = v if v == v else None  # NaN is the only value unequal to itself
+        missing: dict[str, str] = {}
 
-        for signal, per in series.items():
-            if signal == "samples_in_window":
-                continue
-            for q, ser in per.items():
-                if q:
-                    emit(q, signal, ser)
-        busy = series.get("busy_workers", {})
-        thr = series.get("throughput_per_s", {})
-        workers = series.get("workers", {})
-        for q, b in busy.items():
-            if q in thr:
-                x = thr[q]
-                ratio = (b / x.where(x > 0)).dropna()
-                emit(q, "service_mean_s", ratio)
-            w = workers.get(q)
-            if w is None and p.configured_workers(q) is not None:
-                w = pd.Series(p.configured_workers(q), index=b.index)
-                emit(q, "workers", w)
-            if w is not None:
-                emit(q, "utilization", (b / w.where(w > 0)).dropna())
-        depth = series.get("depth_mean", {})
-        arr = series.get("arrival_rate_per_s", {})
-        wait = series.get("queue_wait_mean_s", {})
-        for q, d in depth.items():
-            if q in arr and q in wait:
-                den = arr[q] * wait[q]
-                emit(q, "littles_law_ratio", (d / den.where(den > 0)).dropna())
+        def need(name: str, reason: str | None) -> None:
+            if values.get(name) is None:
+                missing[name] = reason or "not available"
 
-        for signal, prefix in (("queue_wait_buckets", "queue_wait"), ("work_buckets", "work")):
-            per_q: dict[str, list[RangeSeries]] = defaultdict(list)
-            for s in self.results[signal].series:
-                per_q[s.labels.get(ql, "")].append(s)
-            for q, ss in per_q.items():
-                les = [parse_le(s.labels.get("le", "")) for s in ss]
-                keep = [(le, s) for le, s in zip(les, ss, strict=True) if le is not None]
-                if not keep:
+        for name in ("arrival_rate_per_s", "throughput_per_s", "busy_workers", "depth_mean",
+                     "depth_current", "retries_per_s", "errors_per_s", "unfinished_work_s",
+                     "unfinished_work_growth", "longest_running_s"):
+            need(name, self._why(name, q))
+        thr, busy = values.get("throughput_per_s"), values.get("busy_workers")
+        need("service_mean_s", "no completed items in the window"
+             if thr is not None and busy is not None else "needs throughput_per_s and busy_workers")
+        reason = self._why("workers", q)
+        if values.get("workers") is None:
+            need("workers", f"{reason}; no worker count for this queue in the config "
+                            "(profile.workers)")
+        need("utilization", "needs busy_workers and workers")
+        wait_reason = self._why("queue_wait_mean_s", q)
+        if wait_reason and "NaN" in wait_reason:
+            wait_reason = f"{m.queue_duration}: no item left the queue in the window"
+        need("queue_wait_mean_s", wait_reason)
+        for signal, prefix, metric in (("queue_wait_buckets", "queue_wait", m.queue_duration),
+                                       ("work_buckets", "work", m.work_duration)):
+            pairs = self.buckets[signal].get(q)
+            for p, qv in QUANTILES:
+                name = f"{prefix}_{p}_s"
+                if not pairs:
+                    need(name, f"no {metric}_bucket series with {profile.queue_label}={q!r}")
                     continue
-                mat = pd.concat({i: pd.Series(s.v, index=s.t) for i, (_, s) in enumerate(keep)},
-                                axis=1)
-                for name, qv in QUANTILES:
-                    qres = bucket_quantile(qv, [le for le, _ in keep], mat.to_numpy())
-                    emit(q, f"{prefix}_{name}_s", pd.Series(qres.values, index=mat.index))
+                value = values.get(name)
+                if value is None:
+                    need(name, f"{metric}: {_bucket_reason(pairs)}")
+                elif derived.lower_bound[name][i, 0]:
+                    warnings.append(
+                        f"{q}: {name} is a lower bound: more than {100 * (1 - qv):g} % of "
+                        f"items took longer than the highest finite bucket of {metric} "
+                        f"({value:g} s)")
+        results_by_kind = {k.split(".", 1)[1]: v for k, v in values.items()
+                           if k.startswith("reconcile_results_per_s.") and v is not None}
+        if not results_by_kind and q not in self.outcomes:
+            missing["reconcile_results_per_s"] = (
+                f"no {m.reconcile_total} series with {profile.controller_label}={q!r}"
+                if profile.has_controller_metrics
+                else f"{m.reconcile_total} is not read by the {profile.name} profile")
+        need("api_calls_per_s", self.procs.reason(i, self.api))
+        need("throttle_s_per_s", self.procs.reason(i, self.throttle))
+        need("external_effects_per_s", external_reason)
+        littles_reason = ("arrival_rate_per_s × queue_wait_mean_s is 0"
+                          if None not in (values.get("depth_mean"),
+                                          values.get("arrival_rate_per_s"),
+                                          values.get("queue_wait_mean_s"))
+                          else "needs depth_mean, arrival_rate_per_s and queue_wait_mean_s")
+        need("littles_law_ratio", littles_reason)
 
-        if "reconcile_results_per_s" in self.results:
-            for s in self.results["reconcile_results_per_s"].series:
-                q = s.labels.get(cl, "")
-                emit(q, f"reconcile_results_per_s.{s.labels.get('result', '')}",
-                     pd.Series(s.v, index=s.t))
-        self._process(warnings, emit)
-        self._external(emit)
-        if not self.parts:
-            return pd.DataFrame({"queue": pd.Series(dtype=str), "signal": pd.Series(dtype=str),
-                                 "t": pd.Series(dtype=float), "value": pd.Series(dtype=float)})
-        frame = pd.concat(self.parts, ignore_index=True)
-        return frame.sort_values(["queue", "signal", "t"], ignore_index=True)
+        if derived.gap[i, 0]:
+            n = self.per_queue["samples_in_window"][q].value or 0.0
+            cov = float(derived.coverage[i, 0]) if derived.coverage is not None else 0.0
+            reason = (f"scrape gap: only {n:g} samples ({100 * cov:.0f} % of those expected) in "
+                      f"the {self.window_s:g} s window; a rate over it would be under-reported")
+            for name in RATE_FIELDS:
+                missing[name] = reason
+            if q in self.outcomes:
+                missing["reconcile_results_per_s"] = reason
+            results_by_kind = {}
+            warnings.append(f"{q}: {reason}; last values (depth, unfinished work) may be stale")
 
-    def _gap_mask(self, counts: Mapping[str, pd.Series], warnings: list[str]
-                  ) -> dict[str, np.ndarray]:
-        if not counts:
-            return {}
-        frame = pd.DataFrame(counts)
-        if self.profile.scrape_interval_s:
-            expected = pd.Series(self.window_s / self.profile.scrape_interval_s, index=frame.index)
-        else:
-            expected = frame.max(axis=1)
-        out: dict[str, np.ndarray] = {}
-        for q in frame.columns:
-            col = frame[q].dropna()
-            bad = col.index[(col / expected.loc[col.index]) < MIN_COVERAGE].to_numpy()
-            if len(bad):
-                out[q] = bad
-                warnings.append(f"{q}: {len(bad)} point(s) dropped from rate signals: scrape gap "
-                                "(fewer than 90 % of the expected samples in the rate window)")
-        return out
+        classes = {k.split(".", 1)[1]: v for k, v in values.items()
+                   if k.startswith("api_calls_by_class_per_s.") and v is not None}
+        if values.get("api_calls_per_s") is None:
+            classes = {}
+        fields = {name: values.get(name) for name in _FIELDS}
+        return QueueSnapshot(
+            queue=q,
+            labels={profile.queue_label: q, **self.procs.process_labels(i)},
+            reconcile_results_per_s=results_by_kind,
+            api_calls_by_class_per_s=dict(sorted(classes.items())),
+            missing=missing,
+            **fields,
+        )
 
-    def _process(self, warnings: list[str], emit: Callable[[str, str, pd.Series], None]) -> None:
-        p = self.profile
-        topo: dict[str, set[tuple[str, ...]]] = defaultdict(set)
-        for s in self.results["topology"].samples:
-            topo[s.labels.get(p.queue_label, "")].add(
-                tuple(s.labels.get(lb, "") for lb in p.process_labels))
-        queue_names = {q for q in topo if q}
-        for signal, sub in (("api_calls", "code"), ("throttle_s_per_s", None)):
-            res: RangeResult = self.results[signal]
-            if not res.series:
-                continue
-            labelled = any(any(s.labels.get(lb) for lb in p.process_labels) for s in res.series)
-            if not labelled:
-                note = (f"{signal}: no {'/'.join(p.process_labels)} labels: process-wide totals "
-                        "shown for every queue")
+
+_FIELDS = (
+    "arrival_rate_per_s", "throughput_per_s", "service_mean_s", "busy_workers", "workers",
+    "utilization", "depth_mean", "depth_current", "queue_wait_mean_s",
+    *(f"{h}_{p}_s" for h in HISTOGRAMS for p, _ in QUANTILES),
+    "retries_per_s", "errors_per_s", "api_calls_per_s", "throttle_s_per_s",
+    "external_effects_per_s", "unfinished_work_s", "unfinished_work_growth",
+    "longest_running_s", "littles_law_ratio",
+)
+"""The scalar fields of :class:`QueueSnapshot`, as derived signals."""
+
+
+def _bucket_reason(pairs: Sequence[tuple[float, float]]) -> str:
+    bounds = {le for le, _ in pairs}
+    if not any(math.isinf(b) and b > 0 for b in bounds):
+        return "the histogram has no +Inf bucket"
+    if len(bounds) < 2:
+        return "the histogram has fewer than two buckets"
+    return "no observations in the window"
+
+
+def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[SignalQuery],
+               queues: Sequence[str] | None, t: np.ndarray, step: float, window_s: float,
+               warnings: list[str]) -> RawSignals:
+    """Range answers decoded straight into (queues × times) matrices on the read's grid."""
+    ql, cl = profile.queue_label, profile.controller_label
+    wanted = set(queues) if queues else None
+    label_of = {"queue": ql, "controller": cl, "controller_result": cl, "queue_le": ql}
+    names: set[str] = set()
+    for sq in queries:
+        res: RangeResult = results[sq.signal]
+        for s in res.series:
+            for kind, n in s.dropped.items():
+                note = f"{sq.signal}: {n} {kind} point(s) left out"
                 if note not in warnings:
                     warnings.append(note)
-            for q in sorted(queue_names):
-                chosen = [s for s in res.series if not labelled or tuple(
-                    s.labels.get(lb, "") for lb in p.process_labels) in topo[q]]
-                if not chosen:
-                    continue
-                total = pd.concat([pd.Series(s.v, index=s.t) for s in chosen], axis=1).sum(
-                    axis=1, min_count=1)
-                name = "api_calls_per_s" if sub else "throttle_s_per_s"
-                emit(q, name, total)
-                if sub:
-                    by: dict[str, list[pd.Series]] = defaultdict(list)
-                    for s in chosen:
-                        by[code_class(s.labels.get(sub, ""))].append(pd.Series(s.v, index=s.t))
-                    for cls, parts in by.items():
-                        emit(q, f"api_calls_by_class_per_s.{cls}",
-                             pd.concat(parts, axis=1).sum(axis=1, min_count=1))
+        label = label_of.get(sq.key)
+        if label is not None:
+            names |= {s.labels.get(label, "") for s in res.series}
+    names.discard("")
+    if wanted is not None:
+        names &= wanted
+    order = tuple(sorted(names))
+    rows = {q: i for i, q in enumerate(order)}
+    shape = (len(order), len(t))
+    t0 = float(t[0]) if len(t) else 0.0
 
-    def _external(self, emit: Callable[[str, str, pd.Series], None]) -> None:
-        p = self.profile
-        known: set[str] = set()
-        for key in ("arrival_rate_per_s", "depth_current"):
-            res = self.results.get(key)
-            if res is not None:
-                known |= {s.labels.get(p.queue_label, "") for s in res.series}
-        for i, eff in enumerate(p.external_effects):
-            res = self.results[f"external:{i}"]
-            labelled = [s for s in res.series
-                        if s.labels.get(p.queue_label) or s.labels.get(p.controller_label)]
-            for q in sorted(x for x in known if x and eff.group.matches(x)):
-                chosen = ([s for s in labelled if q in (s.labels.get(p.queue_label),
-                                                        s.labels.get(p.controller_label))]
-                          if labelled else res.series)
-                if chosen:
-                    emit(q, "external_effects_per_s", pd.concat(
-                        [pd.Series(s.v, index=s.t) for s in chosen], axis=1).sum(axis=1,
-                                                                                 min_count=1))
+    def place(out: np.ndarray, row: int, s: RangeSeries) -> None:
+        if len(s.t):
+            idx = np.rint((s.t - t0) / step).astype(np.int64)
+            ok = (idx >= 0) & (idx < shape[1])
+            out[row, idx[ok]] = s.v[ok]
+
+    direct: dict[str, np.ndarray] = {}
+    counts = None
+    for sq in queries:
+        label = label_of.get(sq.key)
+        if label is None:
+            continue
+        res = results[sq.signal]
+        if sq.key == "queue_le":
+            continue
+        if sq.key == "controller_result":
+            for s in res.series:
+                i = rows.get(s.labels.get(cl, ""))
+                if i is not None:
+                    name = f"reconcile_results_per_s.{s.labels.get('result', '')}"
+                    place(direct.setdefault(name, np.full(shape, np.nan)), i, s)
+            continue
+        out = np.full(shape, np.nan)
+        for s in res.series:
+            i = rows.get(s.labels.get(label, ""))
+            if i is not None:
+                place(out, i, s)
+        if sq.signal == "samples_in_window":
+            counts = out
+        else:
+            direct[sq.signal] = out
+    direct.update(_range_external(profile, results, order, rows, place, shape))
+    hists = {prefix: _range_layouts(results[signal].series, ql, rows, place, shape)
+             for signal, prefix in (("queue_wait_buckets", "queue_wait"),
+                                    ("work_buckets", "work"))}
+
+    # Per process: one row per answered series, keyed by its process labels.
+    topo = results["topology"].samples
+    procs = _Processes(profile, topo, rows)
+    plabels = profile.process_labels
+    series_out: list[ProcessSeries] = []
+    for signal, total_field, sub, class_field in (
+            ("api_calls", "api_calls_per_s", "code", "api_calls_by_class_per_s"),
+            ("throttle_s_per_s", "throttle_s_per_s", None, "")):
+        ss = results[signal].series
+        if not ss:
+            continue
+        labelled = any(any(s.labels.get(lb) for lb in plabels) for s in ss)
+        if not labelled:
+            note = (f"{signal}: no {'/'.join(plabels)} labels: process-wide totals "
+                    "shown for every queue")
+            if note not in warnings:
+                warnings.append(note)
+        key_of = procs.key if labelled else (lambda _labels: procs._wide_key)
+        vals = np.full((len(ss), len(t)), np.nan)
+        for j, s in enumerate(ss):
+            place(vals, j, s)
+        class_of = None
+        classes: tuple[str, ...] = ()
+        if sub:
+            cls_names = [code_class(s.labels.get(sub, "")) for s in ss]
+            classes = tuple(sorted(set(cls_names)))
+            class_of = np.array([classes.index(c) for c in cls_names], dtype=np.int64)
+        series_out.append(ProcessSeries(
+            process=np.array([procs.process(key_of(s.labels)) for s in ss], dtype=np.int64),
+            values=vals, total_field=total_field, class_of=class_of, classes=classes,
+            class_field=class_field))
+    return RawSignals(
+        queues=order, t=t, direct=direct, histograms=hists,
+        configured_workers=np.array([_nan(profile.configured_workers(q)) for q in order]),
+        samples_in_window=counts,
+        expected_samples=(window_s / profile.scrape_interval_s
+                          if profile.scrape_interval_s else None),
+        processes=procs.count, queue_process=procs.pairs(), process_series=series_out)
+
+
+def _range_layouts(series: Sequence[RangeSeries], label: str, rows: Mapping[str, int],
+                   place: Callable[[np.ndarray, int, RangeSeries], None],
+                   shape: tuple[int, int]) -> list[Histogram]:
+    """Bucket series grouped by queue, then by bucket layout: (queues, times, buckets)."""
+    per_q: dict[int, list[tuple[float, RangeSeries]]] = defaultdict(list)
+    for s in series:
+        i = rows.get(s.labels.get(label, ""))
+        le = parse_le(s.labels.get("le", ""))
+        if i is not None and le is not None:
+            per_q[i].append((le, s))
+    groups: dict[tuple[float, ...], list[int]] = defaultdict(list)
+    for i, pairs in per_q.items():
+        pairs.sort(key=lambda p: p[0])
+        groups[tuple(le for le, _ in pairs)].append(i)
+    out = []
+    for bounds, members in groups.items():
+        counts = np.full((len(members), len(bounds), shape[1]), np.nan)
+        for r, i in enumerate(members):
+            for b, (_, s) in enumerate(per_q[i]):
+                place(counts[r], b, s)
+        out.append(Histogram(np.array(bounds), np.ascontiguousarray(counts.transpose(0, 2, 1)),
+                             np.array(members, dtype=np.int64)))
+    return out
+
+
+def _range_external(profile: Profile, results: Mapping[str, Any], order: Sequence[str],
+                    rows: Mapping[str, int], place: Callable[[np.ndarray, int, RangeSeries], None],
+                    shape: tuple[int, int]) -> dict[str, np.ndarray]:
+    """The configured external-effects queries, summed per queue of their group."""
+    ql, cl = profile.queue_label, profile.controller_label
+    total = np.zeros(shape)
+    seen = np.zeros(shape, dtype=bool)
+    for i, eff in enumerate(profile.external_effects):
+        ss = results[f"external:{i}"].series
+        labelled = [s for s in ss if s.labels.get(ql) or s.labels.get(cl)]
+        members = [q for q in order if eff.group.matches(q)]
+        if not members:
+            continue
+        one = np.full((1, shape[1]), np.nan)
+        if labelled:
+            for s in labelled:
+                for key in {s.labels.get(ql) or "", s.labels.get(cl) or ""}:
+                    r = rows.get(key)
+                    if r is not None and eff.group.matches(key):
+                        one[:] = np.nan
+                        place(one, 0, s)
+                        ok = np.isfinite(one[0])
+                        total[r][ok] += one[0][ok]
+                        seen[r] |= ok
+        else:
+            agg = np.zeros(shape[1])
+            agg_ok = np.zeros(shape[1], dtype=bool)
+            for s in ss:
+                one[:] = np.nan
+                place(one, 0, s)
+                ok = np.isfinite(one[0])
+                agg[ok] += one[0][ok]
+                agg_ok |= ok
+            for q in members:
+                r = rows[q]
+                total[r][agg_ok] += agg[agg_ok]
+                seen[r] |= agg_ok
+    if not seen.any():
+        return {}
+    return {"external_effects_per_s": np.where(seen, total, np.nan)}

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from functools import cached_property
+from typing import TYPE_CHECKING, Protocol
 
-import pandas as pd
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -74,21 +79,106 @@ class Snapshot:
     warnings: Sequence[str] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RangeData:
-    """The same signals as time series.
+    """The same signals as time series: one (queues × times) matrix per signal.
 
-    ``frame`` is long-format with columns ``queue`` (str), ``signal`` (str, a QueueSnapshot
-    field name such as ``arrival_rate_per_s``), ``t`` (float unix seconds) and ``value``
-    (float; missing points are absent rows, never NaN).
+    ``t`` is the one time grid of the read (unix seconds, ascending); ``signals[name][i, j]`` is
+    queue ``queues[i]`` at ``t[j]``, NaN where there is no point (never 0). Signal names are
+    :class:`QueueSnapshot` field names (``arrival_rate_per_s`` …), with ``<field>.<key>`` for
+    the mapping fields (``reconcile_results_per_s.error``, ``api_calls_by_class_per_s.429``).
+    Read it with :meth:`matrix` (all queues) and :meth:`series` (one queue's finite points).
     """
 
     start: float
     end: float
     step_s: float
     source: str
-    frame: pd.DataFrame
+    queues: tuple[str, ...] = ()
+    t: npt.NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
+    signals: Mapping[str, npt.NDArray[np.float64]] = field(default_factory=dict)
     warnings: Sequence[str] = ()
+
+    @property
+    def signal_names(self) -> tuple[str, ...]:
+        return tuple(self.signals)
+
+    def index(self, queue: str) -> int | None:
+        """Row of ``queue`` in every matrix, or None when the read has no such queue."""
+        return self._rows.get(queue)
+
+    @cached_property
+    def _rows(self) -> dict[str, int]:
+        return {q: i for i, q in enumerate(self.queues)}
+
+    def matrix(self, signal: str) -> npt.NDArray[np.float64]:
+        """(queues × times) values of ``signal``; all NaN when the read does not have it."""
+        m = self.signals.get(signal)
+        if m is None:
+            return np.full((len(self.queues), len(self.t)), np.nan)
+        return m
+
+    def series(self, queue: str, signal: str) -> tuple[npt.NDArray[np.float64],
+                                                        npt.NDArray[np.float64]]:
+        """(times, values) of one queue's finite points of ``signal`` (empty when absent)."""
+        i = self.index(queue)
+        m = self.signals.get(signal)
+        if i is None or m is None:
+            return np.empty(0), np.empty(0)
+        row = m[i]
+        ok = np.isfinite(row)
+        return self.t[ok], row[ok]
+
+    def has(self, queue: str, signal: str) -> bool:
+        return len(self.series(queue, signal)[0]) > 0
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        """The long form (``queue``, ``signal``, ``t``, ``value``; finite points only, sorted
+        by queue, signal, t) — for ad-hoc analysis and tests; the pages read matrices."""
+        import pandas as pd
+
+        parts = []
+        order = np.argsort(np.asarray(self.queues, dtype=object), kind="stable")
+        names = np.asarray(self.queues, dtype=object)
+        for signal in sorted(self.signals):
+            m = self.signals[signal][order]
+            qi, ti = np.nonzero(np.isfinite(m))
+            if len(qi):
+                parts.append((names[order][qi], signal, self.t[ti], m[qi, ti]))
+        if not parts:
+            return pd.DataFrame({"queue": pd.Series(dtype=str), "signal": pd.Series(dtype=str),
+                                 "t": pd.Series(dtype=float), "value": pd.Series(dtype=float)})
+        frame = pd.DataFrame({
+            "queue": np.concatenate([p[0] for p in parts]).astype(str),
+            "signal": np.concatenate([np.full(len(p[0]), p[1], dtype=object) for p in parts]),
+            "t": np.concatenate([p[2] for p in parts]),
+            "value": np.concatenate([p[3] for p in parts]),
+        })
+        return frame.sort_values(["queue", "signal", "t"], ignore_index=True, kind="stable")
+
+    @classmethod
+    def from_frame(cls, start: float, end: float, step_s: float, source: str,
+                   frame: pd.DataFrame, warnings: Sequence[str] = ()) -> RangeData:
+        """Build from the long form (tests and adapters); times become one sorted grid."""
+        if len(frame) == 0:
+            return cls(start=start, end=end, step_s=step_s, source=source,
+                       warnings=tuple(warnings))
+        queues = tuple(sorted({str(q) for q in frame["queue"]}))
+        rows = {q: i for i, q in enumerate(queues)}
+        t = np.unique(frame["t"].to_numpy(dtype=np.float64))
+        qi = np.array([rows[str(q)] for q in frame["queue"]], dtype=np.int64)
+        ti = np.searchsorted(t, frame["t"].to_numpy(dtype=np.float64))
+        vals = frame["value"].to_numpy(dtype=np.float64)
+        sig = frame["signal"].to_numpy(dtype=object)
+        signals: dict[str, npt.NDArray[np.float64]] = {}
+        for name in sorted({str(s) for s in sig}):
+            sel = sig == name
+            m = np.full((len(queues), len(t)), np.nan)
+            m[qi[sel], ti[sel]] = vals[sel]
+            signals[name] = m
+        return cls(start=start, end=end, step_s=step_s, source=source, queues=queues, t=t,
+                   signals=signals, warnings=tuple(warnings))
 
 
 class Source(Protocol):

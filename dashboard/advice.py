@@ -6,8 +6,8 @@ are, then runs the advisor over all queues at once (:func:`models.advisor.advise
 the verdicts of :func:`models.advisor.advise` per queue). :func:`advise_data` does the same from
 a snapshot and range read the caller already has: the overview badges share the sparklines'
 range read and the queue page's verdict card shares its charts' read.
-:func:`history_from_range` turns the long-format :class:`collectors.types.RangeData` frame into
-the advisor's :class:`models.advisor.QueueHistory`.
+:func:`histories_from_range` turns the matrices of a :class:`collectors.types.RangeData` into
+the advisor's :class:`models.advisor.QueueHistory` objects.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from models.advisor import (
     advise_many,
     histories_from_table,
 )
-from models.errors import ModelInputError
 
 RANGE_POINTS = 120
 """Points per queue the range read asks for (step = range / 120, at least MIN_STEP_S)."""
@@ -66,103 +65,64 @@ def history_from_range(range_data: RangeData, queue: str) -> QueueHistory:
     """One queue's series of a range read, aligned on the union of their times.
 
     A point a series does not have is NaN in the history (the advisor skips it)."""
-    return histories_from_frame(range_data.frame, [queue]).get(
+    return histories_from_range(range_data, [queue]).get(
         queue, QueueHistory.from_columns(np.empty(0)))
 
 
-def histories_from_frame(frame: pd.DataFrame, queues: Sequence[str] | None = None
+def histories_from_range(range_data: RangeData, queues: Sequence[str] | None = None
                          ) -> dict[str, QueueHistory]:
-    """Every queue's history from a long-format range frame, in one pass over the frame.
+    """Every queue's history from a range read's matrices, in a few array operations.
 
-    Equivalent to, for each queue: take its rows of the wanted signals, align them on the union
-    of their times, and for each history series use the first of its candidate signals the
-    queue has (infinite values become NaN). Done with array operations over all rows at once:
-    queue and signal names are hashed once per *run* of equal consecutive names (a range read
-    comes grouped by series), times are coded once, and every value is scattered into one
-    (series, queue, point) table; :func:`models.advisor.histories_from_table` then checks and
-    wraps the rows. 500 queues cost a few tens of milliseconds."""
-    if len(frame) == 0:
+    For each queue: its points are the grid times where any wanted signal has a value (the
+    union of their times), and each history series is the first of its candidate signals the
+    queue has (infinite values become NaN). Queues with no wanted point get no history.
+    :func:`models.advisor.histories_from_table` then checks and wraps the rows."""
+    rows = np.arange(len(range_data.queues)) if queues is None else np.array(
+        [i for i in (range_data.index(q) for q in queues) if i is not None], dtype=np.int64)
+    wanted = [s for s in range_data.signal_names if s in _WANTED_SIGNALS]
+    if rows.size == 0 or not wanted or len(range_data.t) == 0:
         return {}
-    q_codes, q_names = run_codes(frame["queue"].to_numpy(dtype=object))
-    s_codes, s_names = run_codes(frame["signal"].to_numpy(dtype=object))
-    # Keep the rows of the wanted signals (and queues).
-    wanted_sig = [str(name) for name in s_names if str(name) in _WANTED_SIGNALS]
-    sig_slot = np.full(len(s_names), -1, dtype=np.int64)
-    for k, name in enumerate(wanted_sig):
-        sig_slot[s_names.get_loc(name)] = k
-    keep_q = np.ones(len(q_names), dtype=bool) if queues is None else \
-        np.asarray(q_names.isin(list(queues)), dtype=bool)
-    slot = np.where(s_codes >= 0, sig_slot[s_codes], -1)
-    rows = (slot >= 0) & (q_codes >= 0) & keep_q[q_codes]  # code −1: a missing name
-    if not rows.any():
+    mats = {s: range_data.signals[s][rows] for s in wanted}
+    present = np.zeros(mats[wanted[0]].shape, dtype=bool)
+    for m in mats.values():
+        present |= ~np.isnan(m)
+    lengths = present.sum(axis=1)
+    keep = lengths > 0
+    if not keep.any():
         return {}
-    slot = slot[rows]
-    q_all = q_codes[rows]
-    t_all = frame["t"].to_numpy(dtype=np.float64)[rows]
-    if not np.all(np.isfinite(t_all)):
-        raise ModelInputError("history times must be finite numbers.")
-    v_all = frame["value"].to_numpy(dtype=np.float64)[rows]
-    v_all = np.where(np.isfinite(v_all), v_all, np.nan)
-    # Queues present, renumbered 0..Q-1 in order of first appearance.
-    used_q = np.flatnonzero(np.bincount(q_all, minlength=len(q_names)))
-    q_new = np.full(len(q_names), -1, dtype=np.int64)
-    q_new[used_q] = np.arange(used_q.size)
-    q_all = q_new[q_all]
-    n_q = used_q.size
-    # Each queue's time grid = the sorted union of its times: a row's point index is the
-    # rank of its time within its queue.
-    t_codes, t_uniq = pd.factorize(t_all, sort=True)
-    n_t = len(t_uniq)
-    if n_q * n_t <= _DENSE_CELLS_MAX:
-        present = np.zeros((n_q, n_t), dtype=bool)
-        present[q_all, t_codes] = True
-        lengths = present.sum(axis=1)
-        rank = np.cumsum(present, axis=1) - 1
-        point = rank[q_all, t_codes]
-    else:  # many distinct times: rank the (queue, time) pairs by sorting them instead
-        pairs, pair_of_row = np.unique(q_all * n_t + t_codes, return_inverse=True)
-        pair_q = pairs // n_t
-        first = np.searchsorted(pair_q, np.arange(n_q))
-        lengths = np.diff(np.append(first, pairs.size))
-        point = pair_of_row - first[q_all]
+    present, lengths, rows = present[keep], lengths[keep], rows[keep]
+    mats = {s: m[keep] for s, m in mats.items()}
     width = int(lengths.max())
-    times = np.full((n_q, width), np.nan)
-    times[q_all, point] = np.asarray(t_uniq, dtype=np.float64)[t_codes]
-    table = np.full((len(wanted_sig), n_q, width), np.nan)
-    table[slot, q_all, point] = v_all
-    has = np.zeros((n_q, len(wanted_sig)), dtype=bool)
-    has[q_all, slot] = True
+    q_idx, t_idx = np.nonzero(present)
+    point = (np.cumsum(present, axis=1) - 1)[q_idx, t_idx]
+    times = np.full((rows.size, width), np.nan)
+    times[q_idx, point] = range_data.t[t_idx]
     columns: dict[str, np.ndarray] = {}
     for field_name, candidates in _SIGNALS.items():
         col: np.ndarray | None = None
         for sig in reversed(candidates):  # the first candidate a queue has wins
-            if sig not in wanted_sig:
+            if sig not in mats:
                 continue
-            k = wanted_sig.index(sig)
+            m = mats[sig]
+            has = ~np.isnan(m).all(axis=1)
+            if not has.any():
+                continue
             if col is None:
-                col = np.full((n_q, width), np.nan)
-            col[has[:, k]] = table[k][has[:, k]]
+                col = np.full((rows.size, width), np.nan)
+            vals = np.full((rows.size, width), np.nan)
+            vals[q_idx, point] = m[q_idx, t_idx]
+            col[has] = vals[has]
         if col is not None:
-            columns[field_name] = col
+            columns[field_name] = np.where(np.isfinite(col), col, np.nan)
     built = histories_from_table(times, lengths, columns)
-    return {str(q_names[q]): h for q, h in zip(used_q.tolist(), built, strict=True)}
+    names = [range_data.queues[i] for i in rows.tolist()]
+    return dict(zip(names, built, strict=True))
 
 
-_DENSE_CELLS_MAX = 4_000_000
-"""Above this many (queue, distinct time) cells the point ranks are found by sorting."""
-
-
-def run_codes(values: np.ndarray) -> tuple[np.ndarray, pd.Index]:
-    """(codes, uniques) like ``pd.factorize`` of an object array, hashing only the first
-    value of each run of equal consecutive values: a range frame repeats each queue and
-    signal name many times in a row, and hashing 400,000 Python strings costs tens of ms."""
-    if values.size == 0:
-        return np.empty(0, dtype=np.int64), pd.Index([])
-    heads = np.flatnonzero(values[1:] != values[:-1]) + 1
-    starts = np.concatenate(([0], heads))
-    codes, uniques = pd.factorize(values[starts])
-    return np.repeat(codes.astype(np.int64), np.diff(np.append(starts, values.size))), \
-        pd.Index(uniques)
+def histories_from_frame(frame: pd.DataFrame, queues: Sequence[str] | None = None
+                         ) -> dict[str, QueueHistory]:
+    """The same from the long form (``queue``, ``signal``, ``t``, ``value``)."""
+    return histories_from_range(RangeData.from_frame(0.0, 0.0, 1.0, "", frame), queues)
 
 
 @dataclass(frozen=True)
@@ -287,7 +247,7 @@ def advise_data(
     histories: dict[str, QueueHistory] = {}
     if rng is not None and chosen:
         warnings += [w for w in rng.warnings if w not in warnings]
-        histories = histories_from_frame(rng.frame, [queue] if queue is not None else None)
+        histories = histories_from_range(rng, [queue] if queue is not None else None)
     totals = process_totals(snap.queues)
     requests = []
     for q in chosen:

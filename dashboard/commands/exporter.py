@@ -27,7 +27,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, port
 
 
-# The demo regimes and their controllers (collectors.fleet.DEMO_QUEUES; a test keeps this in
+# The demo regimes and their controllers (models.fleet.DEMO_QUEUES; a test keeps this in
 # step — importing the fleet here would slow down `queuelens --help`).
 SCENARIOS = (
     "healthy (deployment), saturated (replicaset), api_throttled (certificate), "

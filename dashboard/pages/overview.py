@@ -24,7 +24,6 @@ from urllib.parse import quote
 
 import dash
 import numpy as np
-import pandas as pd
 from dash import Input, Output, dash_table, dcc, html
 
 from collectors.errors import CollectorError
@@ -34,7 +33,6 @@ from dashboard.advice import (
     DASHBOARD_STEP_S,
     FleetAdvice,
     advise_data,
-    run_codes,
 )
 from dashboard.context import AppContext, register_page
 from dashboard.figures import sparkline_text
@@ -100,31 +98,21 @@ def _num(value: float | None, digits: int = 3) -> float | None:
 def sparklines(data: RangeData, width: int = SPARK_WIDTH) -> dict[str, str]:
     """{queue: depth sparkline} from one range read of all queues. Points are placed on the
     range's time grid, so a missing sample is a blank cell (never a zero bar)."""
-    frame = data.frame
-    if len(frame) == 0:
+    signal = next((s for s in SPARK_SIGNALS if s in data.signals), None)
+    if signal is None or len(data.t) == 0:
         return {}
-    codes, present = run_codes(frame["signal"].to_numpy(dtype=object))
-    signal = next((s for s in SPARK_SIGNALS if s in present), None)
-    if signal is None:
-        return {}
-    rows = codes == present.get_loc(signal)
     grid = data.start + data.step_s * np.arange(
         math.floor((data.end - data.start) / data.step_s + 1e-9) + 1)
-    t = frame["t"].to_numpy(np.float64)[rows]
-    index = np.rint((t - data.start) / data.step_s).astype(np.int64)
+    index = np.rint((data.t - data.start) / data.step_s).astype(np.int64)
     ok = (index >= 0) & (index < len(grid))
-    names = frame["queue"].to_numpy(dtype=object)[rows][ok]
-    values = frame["value"].to_numpy(np.float64)[rows][ok]
-    index = index[ok]
+    table = np.full((len(data.queues), len(grid)), np.nan)
+    table[:, index[ok]] = data.matrix(signal)[:, ok]
     out: dict[str, str] = {}
-    codes, uniques = pd.factorize(names)
-    table = np.full((len(uniques), len(grid)), np.nan)
-    table[codes, index] = values
-    for i, name in enumerate(uniques):
-        row = [None if math.isnan(v) else float(v) for v in table[i]]
+    for name, values in zip(data.queues, table.tolist(), strict=True):
+        row = [None if math.isnan(v) else v for v in values]
         text = sparkline_text(row, width)
         if text:
-            out[str(name)] = text
+            out[name] = text
     return out
 
 

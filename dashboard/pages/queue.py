@@ -32,7 +32,6 @@ from urllib.parse import quote, unquote
 
 import dash
 import numpy as np
-import plotly.graph_objects as go
 from dash import Input, Output, State, dcc, html
 
 from collectors.errors import CollectorError
@@ -84,7 +83,7 @@ class QueueView:
 
     queue: str
     message: str = ""
-    figures: Mapping[str, go.Figure] = field(default_factory=dict)
+    figures: Mapping[str, fg.Figure] = field(default_factory=dict)
     measures: tuple[Measure, ...] = ()
     model_fit: tuple[str, ...] = ()
     fluid: str = ""
@@ -120,16 +119,12 @@ def _sig(value: float, digits: int = 3) -> str:
 
 
 def signal_series(range_data: RangeData, queue: str) -> dict[str, Series]:
-    """{signal: (t, value)} of one queue, sorted by time (absent rows stay absent)."""
-    frame = range_data.frame
-    if len(frame) == 0:
-        return {}
-    sub = frame[frame["queue"] == queue]
+    """{signal: (t, value)} of one queue, sorted by time (absent points stay absent)."""
     out: dict[str, Series] = {}
-    for signal, group in sub.groupby("signal", sort=False):
-        g = group.sort_values("t")
-        out[str(signal)] = (g["t"].to_numpy(np.float64).tolist(),
-                            g["value"].to_numpy(np.float64).tolist())
+    for signal in range_data.signal_names:
+        t, v = range_data.series(queue, signal)
+        if len(t):
+            out[signal] = (t.tolist(), v.tolist())
     return out
 
 
@@ -319,7 +314,7 @@ def queue_advice(snap: Snapshot, rng: RangeData | None, name: str, range_key: st
 
 def build_figures(
     series: Mapping[str, Series], step: float, projection: Series | None, now: float
-) -> dict[str, go.Figure]:
+) -> dict[str, fg.Figure]:
     """The seven charts of the page from the queue's series."""
 
     def s(name: str) -> Series:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from collectors import fleet as fl
 from collectors.demo import DemoSource
 from dashboard.cli import main
+from models import fleet as fl
 from models.advisor import KINDS, SEVERITIES
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, WEIRD

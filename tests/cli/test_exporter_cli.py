@@ -12,9 +12,9 @@ import time
 import pytest
 import requests
 
-from collectors import fleet as fl
 from dashboard.cli import main
 from dashboard.commands.exporter import SCENARIOS, parse_listen
+from models import fleet as fl
 
 
 def start(*args: str) -> subprocess.Popen[str]:

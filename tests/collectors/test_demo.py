@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from collectors import fleet as fl
 from collectors.demo import DemoSource
 from collectors.errors import ConfigError
 from collectors.types import QueueSnapshot
+from models import fleet as fl
 
 AT = 1_704_067_200.0 + 14 * 3600  # 2024-01-01T14:00:00Z, the daily peak
 WINDOW = 300.0

@@ -10,9 +10,9 @@ import requests
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from collectors import fleet as fl
 from collectors.demo import DemoSource
 from collectors.exporter import registry_for, serve
+from models import fleet as fl
 from tests.support.prometheus import start_prometheus
 
 AT = 1_704_067_200.0 + 14 * 3600

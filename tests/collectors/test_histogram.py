@@ -12,7 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from collectors.histogram import bucket_quantile, parse_le
+from collectors.histogram import parse_le
+from models.histogram import bucket_quantile
 
 INF = math.inf
 

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from collectors import fleet as fl
 from collectors.config import ConnectionSettings
 from collectors.demo import DemoSource
 from collectors.errors import ConfigError
@@ -19,6 +18,7 @@ from collectors.snapshot import PrometheusSource
 from collectors.types import RangeData, Snapshot
 from dashboard.advice import advise_fleet, history_from_range
 from dashboard.cliutil import dump_json
+from models import fleet as fl
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, JOB_A, TRUTH, WEIRD, main_scenario
 

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collectors import fleet as fl
 from collectors.demo import DemoSource
 from dashboard.advice import _SIGNALS, histories_from_frame, history_from_range
+from models import fleet as fl
 from models.advisor import HISTORY_FIELDS, QueueHistory, histories_from_table
 from models.errors import ModelInputError
 

@@ -6,13 +6,13 @@ import time
 
 import pytest
 
-from collectors import fleet as fl
 from collectors.cache import CachedSource
 from collectors.demo import DemoSource
 from collectors.errors import PrometheusUnreachable
 from collectors.types import QueueSnapshot, Snapshot
 from dashboard.context import AppContext
 from dashboard.pages import overview
+from models import fleet as fl
 
 
 def _snap(*queues: QueueSnapshot) -> Snapshot:

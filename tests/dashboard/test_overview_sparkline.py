@@ -30,7 +30,7 @@ def test_sparkline_text(values: list[float | None], width: int, text: str) -> No
 def test_sparklines_place_points_on_the_grid() -> None:
     frame = pd.DataFrame({"queue": ["a", "a", "b"], "signal": "depth_current",
                           "t": [100.0, 130.0, 110.0], "value": [1.0, 4.0, 2.0]})
-    data = RangeData(start=100.0, end=130.0, step_s=10.0, source="t", frame=frame)
+    data = RangeData.from_frame(start=100.0, end=130.0, step_s=10.0, source="t", frame=frame)
     # a: 1/4 of the max → level round(1.75) = 2 (▃); b alone → its max (█)
     assert overview.sparklines(data, width=4) == {"a": "▃  █", "b": " █  "}
 

@@ -8,7 +8,6 @@ import time
 import pandas as pd
 import pytest
 
-from collectors import fleet as fl
 from collectors.cache import CachedSource
 from collectors.demo import DemoSource
 from collectors.errors import PrometheusUnreachable
@@ -16,6 +15,7 @@ from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard import figures as fg
 from dashboard.advice import advise_data
 from dashboard.pages import queue as qp
+from models import fleet as fl
 
 NOW = 1_700_000_000.0
 
@@ -40,7 +40,7 @@ class _FakeSource:
         frame = pd.DataFrame(
             [{"queue": self.q.queue, "signal": s, "t": t, "value": v} for s, t, v in self.rows],
             columns=["queue", "signal", "t", "value"])
-        return RangeData(start=start, end=end, step_s=step_s, source="fake", frame=frame)
+        return RangeData.from_frame(start=start, end=end, step_s=step_s, source="fake", frame=frame)
 
 
 def _queue(**fields: float) -> QueueSnapshot:

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from collectors import fleet as fl
 from collectors.demo import DemoSource
 from collectors.types import QueueSnapshot
 from dashboard.advice import histories_from_frame, process_key, process_totals
 from dashboard.cliutil import jsonable
+from models import fleet as fl
 from models.advisor import (
     AdviceRequest,
     AdvisorThresholds,

@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pytest
 
-from collectors import fleet as fl
 from collectors.demo import DemoSource
 from collectors.types import QueueSnapshot
 from dashboard.advice import history_from_range
 from dashboard.cliutil import jsonable
+from models import fleet as fl
 from models.advisor import (
     KINDS,
     SEVERITIES,

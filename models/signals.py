@@ -1,0 +1,259 @@
+"""The one derive of queue signals: raw per-queue matrices in, every reported signal out.
+
+Every source — the Prometheus snapshot (one time column), the Prometheus range read (one column
+per step) and the embedded demo (either) — decodes what it measured into a
+:class:`RawSignals` of ``(queues × times)`` float matrices (NaN = no value) and calls
+:func:`derive`, so service time, utilization, quantiles, Little's-law ratio, scrape-gap masks
+and the per-process totals of API calls are written once:
+
+* ``service_mean_s = busy_workers / throughput_per_s`` where throughput > 0 (Little's law on the
+  work histogram: rate(_sum) / rate(_count));
+* ``workers``: the measured gauge, else the configured count (``configured_workers``);
+  ``utilization = busy_workers / workers`` where workers > 0;
+* p50/p95/p99 of each histogram by :func:`models.histogram.bucket_quantile` over all
+  queues × times in one call (PromQL ``histogram_quantile``), with the ``+Inf``-bucket flag;
+  a source that already has the quantiles (e.g. asked Prometheus for ``histogram_quantile``)
+  passes them as plain matrices and they are used as they are;
+* ``littles_law_ratio = depth_mean / (arrival_rate_per_s · queue_wait_mean_s)`` where the
+  product is > 0 (≈ 1 for coherent data; Little, 1961);
+* scrape gaps: where a queue's window holds fewer than :data:`MIN_COVERAGE` of the expected
+  samples, every rate signal (:data:`RATE_FIELDS`, the reconcile results) is NaN, because
+  ``rate()`` over a half-empty window under-reports;
+* per-process series (``rest_client_*`` has no controller label) summed per process once, then
+  given to each queue of that process through a (queue, process) incidence list: linear in
+  series + pairs, never series × queues.
+
+Pure numpy; no I/O. All rates per second, durations in seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from models.histogram import QUANTILES, bucket_quantile
+
+__all__ = [
+    "HISTOGRAMS",
+    "MIN_COVERAGE",
+    "RATE_FIELDS",
+    "DerivedSignals",
+    "Histogram",
+    "ProcessSeries",
+    "RawSignals",
+    "derive",
+]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+MIN_COVERAGE = 0.9
+"""A rate window with fewer than this share of the expected samples is a scrape gap: 10 % is
+one missed scrape in a 5 m window at 30 s, the smallest loss that biases a rate visibly."""
+
+HISTOGRAMS: Mapping[str, str] = {"queue_wait": "queue wait", "work": "work duration"}
+"""Histogram prefixes (``queue_wait_p95_s`` …) and what they measure."""
+
+RATE_FIELDS: tuple[str, ...] = (
+    "arrival_rate_per_s", "throughput_per_s", "busy_workers", "service_mean_s", "utilization",
+    "queue_wait_mean_s", "depth_mean", "retries_per_s", "errors_per_s", "unfinished_work_growth",
+    "littles_law_ratio",
+    *(f"{h}_{p}_s" for h in HISTOGRAMS for p, _ in QUANTILES),
+)
+"""Signals computed from a rate window: set to NaN where the window has a scrape gap."""
+
+RESULTS_PREFIX = "reconcile_results_per_s."
+"""Matrices named ``reconcile_results_per_s.<result>`` are rates too (gap-masked)."""
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Cumulative bucket rates (or increases) of one histogram, for queues of one bucket
+    layout (queues with other ``le`` sets go in another :class:`Histogram`: a bucket one queue
+    lacks is unknown, not empty)."""
+
+    bounds: FloatArray
+    """The ``le`` values, ``+Inf`` included, any order."""
+    counts: FloatArray
+    """Shape (rows, times, len(bounds)); NaN = bucket absent."""
+    rows: IntArray | None = None
+    """(rows,) queue index of each row; None: row i is queue i (all queues)."""
+
+
+@dataclass(frozen=True)
+class ProcessSeries:
+    """Series of one process-wide metric: each row belongs to a process (and a class)."""
+
+    process: IntArray
+    """(S,) index of the process of each row."""
+    values: FloatArray
+    """(S, times); NaN = no point."""
+    total_field: str
+    """Output matrix name of the per-queue total, e.g. ``api_calls_per_s``."""
+    class_of: IntArray | None = None
+    """(S,) index into ``classes`` (e.g. code class of ``rest_client_requests_total``)."""
+    classes: tuple[str, ...] = ()
+    class_field: str = ""
+    """Output prefix of the per-class totals: ``<class_field>.<class>``."""
+
+
+@dataclass(frozen=True)
+class RawSignals:
+    """What a source measured, as (queues × times) matrices; NaN where nothing was measured."""
+
+    queues: tuple[str, ...]
+    t: FloatArray
+    """(T,) evaluation times, unix seconds."""
+    direct: Mapping[str, FloatArray]
+    """Signals taken as measured: ``arrival_rate_per_s``, ``throughput_per_s``,
+    ``busy_workers``, ``workers``, ``depth_mean`` … each (Q, T)."""
+    histograms: Mapping[str, Sequence[Histogram]] = field(default_factory=dict)
+    """``queue_wait`` / ``work`` bucket matrices, one per bucket layout (quantiles not already
+    in ``direct``)."""
+    configured_workers: FloatArray | None = None
+    """(Q,) worker counts from the config, NaN where none; used where no gauge was read."""
+    samples_in_window: FloatArray | None = None
+    """(Q, T) samples of a counter per rate window (``count_over_time``), for gap masks."""
+    expected_samples: float | None = None
+    """Samples a full window holds (window ÷ scrape interval); None: the most any queue has
+    at that time."""
+    processes: int = 0
+    """Number of processes the per-process series and ``queue_process`` refer to."""
+    queue_process: tuple[IntArray, IntArray] | None = None
+    """(queue index, process index) pairs: which process(es) run each queue."""
+    process_series: Sequence[ProcessSeries] = ()
+
+
+@dataclass(frozen=True)
+class DerivedSignals:
+    queues: tuple[str, ...]
+    t: FloatArray
+    values: Mapping[str, FloatArray]
+    """Every signal, (Q, T), NaN where undefined or masked."""
+    lower_bound: Mapping[str, BoolArray]
+    """Quantile name -> (Q, T) True where it fell in the +Inf bucket (a lower bound)."""
+    coverage: FloatArray | None
+    """(Q, T) share of the expected samples in each window (None: not measured)."""
+    gap: BoolArray
+    """(Q, T) True where the rate signals were masked for a scrape gap."""
+
+
+def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def _coverage(raw: RawSignals) -> FloatArray | None:
+    n = raw.samples_in_window
+    if n is None:
+        return None
+    if raw.expected_samples is not None:
+        expected = np.full(n.shape[1], float(raw.expected_samples))
+    else:
+        with np.errstate(invalid="ignore"):
+            expected = np.where(np.isfinite(n).any(axis=0), np.nanmax(
+                np.where(np.isfinite(n), n, -np.inf), axis=0), np.nan)
+    out = np.full(n.shape, np.nan)
+    np.divide(n, expected[None, :], out=out, where=expected[None, :] > 0)
+    out = np.where((expected[None, :] <= 0) & np.isfinite(n), 1.0, out)
+    return np.asarray(np.minimum(out, 1.0), dtype=np.float64)
+
+
+def _attribute(raw: RawSignals, shape: tuple[int, int]) -> dict[str, FloatArray]:
+    """Per-process sums, each given to the queues of the process (NaN where no row had a
+    point: a missing value is never 0)."""
+    out: dict[str, FloatArray] = {}
+    if raw.queue_process is None:
+        return out
+    q_idx, p_idx = raw.queue_process
+    n_t = shape[1]
+
+    def to_queues(total: FloatArray, count: FloatArray) -> FloatArray:
+        q_sum = np.zeros(shape)
+        q_n = np.zeros(shape)
+        np.add.at(q_sum, q_idx, total[p_idx])
+        np.add.at(q_n, q_idx, count[p_idx])
+        return np.where(q_n > 0, q_sum, np.nan)
+
+    for ps in raw.process_series:
+        ok = np.isfinite(ps.values)
+        vals = np.where(ok, ps.values, 0.0)
+        total = np.zeros((raw.processes, n_t))
+        count = np.zeros((raw.processes, n_t))
+        np.add.at(total, ps.process, vals)
+        np.add.at(count, ps.process, ok)
+        out[ps.total_field] = to_queues(total, count)
+        if ps.class_of is not None and ps.classes:
+            n_c = len(ps.classes)
+            slot = ps.process * n_c + ps.class_of
+            c_total = np.zeros((raw.processes * n_c, n_t))
+            c_count = np.zeros((raw.processes * n_c, n_t))
+            np.add.at(c_total, slot, vals)
+            np.add.at(c_count, slot, ok)
+            by_total = c_total.reshape(raw.processes, n_c, n_t)
+            by_count = c_count.reshape(raw.processes, n_c, n_t)
+            for k, name in enumerate(ps.classes):
+                out[f"{ps.class_field}.{name}"] = to_queues(by_total[:, k], by_count[:, k])
+    return out
+
+
+def derive(raw: RawSignals) -> DerivedSignals:
+    """Every reported signal from the raw matrices (the rules are in the module docstring)."""
+    shape = (len(raw.queues), len(raw.t))
+    nan = np.full(shape, np.nan)
+    d: dict[str, FloatArray] = {k: np.asarray(v, dtype=np.float64) for k, v in raw.direct.items()}
+    for k, v in d.items():
+        if v.shape != shape:
+            raise ValueError(f"signal {k!r} has shape {v.shape}, expected {shape}")
+
+    def get(name: str) -> FloatArray:
+        return d.get(name, nan)
+
+    busy, thr = get("busy_workers"), get("throughput_per_s")
+    d.setdefault("service_mean_s", _ratio(busy, thr))
+    workers = get("workers")
+    if raw.configured_workers is not None:
+        conf = np.asarray(raw.configured_workers, dtype=np.float64)[:, None]
+        workers = np.where(np.isfinite(workers), workers, conf)
+        if np.isfinite(workers).any():
+            d["workers"] = workers
+    d.setdefault("utilization", _ratio(busy, workers))
+    lower: dict[str, BoolArray] = {}
+    for prefix, layouts in raw.histograms.items():
+        for label, q in QUANTILES:
+            name = f"{prefix}_{label}_s"
+            if name in d:
+                continue
+            values = np.full(shape, np.nan)
+            low = np.zeros(shape, dtype=bool)
+            for hist in layouts:
+                rows = slice(None) if hist.rows is None else hist.rows
+                flat = hist.counts.reshape(-1, len(hist.bounds))
+                res = bucket_quantile(q, hist.bounds.tolist(), flat)
+                values[rows] = res.values.reshape(-1, shape[1])
+                low[rows] = res.lower_bound.reshape(-1, shape[1])
+            d[name] = values
+            lower[name] = low
+    d.setdefault("littles_law_ratio", _ratio(
+        get("depth_mean"), get("arrival_rate_per_s") * get("queue_wait_mean_s")))
+    d.update(_attribute(raw, shape))
+
+    coverage = _coverage(raw)
+    gap = np.zeros(shape, dtype=bool)
+    if coverage is not None:
+        with np.errstate(invalid="ignore"):
+            gap = np.isfinite(coverage) & (coverage < MIN_COVERAGE)
+        if gap.any():
+            for name in list(d):
+                if name in RATE_FIELDS or name.startswith(RESULTS_PREFIX):
+                    d[name] = np.where(gap, np.nan, d[name])
+    for name, arr in d.items():
+        if not np.isfinite(arr).all():
+            d[name] = np.where(np.isfinite(arr), arr, np.nan)
+    return DerivedSignals(queues=raw.queues, t=np.asarray(raw.t, dtype=np.float64), values=d,
+                          lower_bound=lower, coverage=coverage, gap=gap)

@@ -1,0 +1,97 @@
+"""The seam: snapshot, range and demo all go through the one ``models.signals.derive``.
+
+Checked on a REAL Prometheus backfilled with the ground-truth fixture (and on the demo): a
+range point whose rate window equals the snapshot's window carries exactly the snapshot's
+numbers, a range read split into batches of queue names equals the unbatched read, and the
+per-process attribution gives every queue its process's total.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import collectors.snapshot as snapshot_mod
+from collectors.config import ConnectionSettings
+from collectors.demo import DemoSource
+from collectors.prom_client import PrometheusClient
+from collectors.snapshot import PrometheusSource
+from collectors.types import QueueSnapshot, RangeData
+from models.signals import RATE_FIELDS
+from tests.support.prometheus import PrometheusProcess
+from tests.support.workqueue_om import AT, WEIRD, WEIRD_WORKERS_FROM_CONFIG, WINDOW_S
+
+STEP = WINDOW_S - 15  # rate_window_s(step, 15 s) = step + 15 s = the snapshot window
+POINT = math.floor(AT / STEP) * STEP  # a grid point of the range read, inside steady data
+COMPARED = (*RATE_FIELDS, "workers", "depth_current", "unfinished_work_s", "longest_running_s",
+            "api_calls_per_s", "throttle_s_per_s")
+
+
+def _source(url: str) -> PrometheusSource:
+    from collectors.profile import Profile
+
+    return PrometheusSource(PrometheusClient(ConnectionSettings(url=url, timeout_s=10)),
+                            Profile(workers={WEIRD: WEIRD_WORKERS_FROM_CONFIG}))
+
+
+def _assert_point_equals_snapshot(rng: RangeData, queues: list[QueueSnapshot],
+                                   point: float) -> int:
+    col = int(np.flatnonzero(rng.t == point)[0])
+    checked = 0
+    for q in queues:
+        for name in COMPARED:
+            want = getattr(q, name)
+            i = rng.index(q.queue)
+            assert i is not None, q.queue
+            got = float(rng.matrix(name)[i, col])
+            if want is None:
+                assert math.isnan(got), (q.queue, name, got)
+            else:
+                assert got == pytest.approx(want, rel=1e-9, abs=1e-12), (q.queue, name)
+                checked += 1
+        classes = {k.split(".", 1)[1]: float(rng.matrix(k)[rng.index(q.queue) or 0, col])
+                   for k in rng.signal_names if k.startswith("api_calls_by_class_per_s.")}
+        for cls, want in q.api_calls_by_class_per_s.items():
+            assert classes[cls] == pytest.approx(want, rel=1e-9), (q.queue, cls)
+    return checked
+
+
+@pytest.mark.prometheus
+def test_range_point_equals_snapshot_on_real_prometheus(
+    backfilled_prometheus: PrometheusProcess,
+) -> None:
+    src = _source(backfilled_prometheus.url)
+    assert src.range_window_s(STEP) == WINDOW_S
+    snap = src.snapshot(float(POINT), WINDOW_S)
+    rng = src.range(POINT - 4 * STEP, POINT + 4 * STEP, STEP)
+    assert rng.step_s == STEP
+    # service time, utilization, quantiles, Little's ratio and API attribution all compared
+    assert _assert_point_equals_snapshot(rng, list(snap.queues), POINT) > 100
+
+
+@pytest.mark.prometheus
+def test_batched_range_equals_one_read(backfilled_prometheus: PrometheusProcess,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    src = _source(backfilled_prometheus.url)
+    whole = src.range(AT - 3600, AT, 60)
+    monkeypatch.setattr(snapshot_mod, "RANGE_BATCH_QUEUES", 2)
+    calls = src.client.query_count
+    batched = src.range(AT - 3600, AT, 60)
+    per_signal = len(src.profile.queries(60))
+    # 6 queues in 3 batches: the per-queue queries are sent once per batch
+    assert src.client.query_count - calls > 2 * per_signal
+    assert batched.queues == whole.queues
+    assert set(batched.signals) == set(whole.signals)
+    for name in whole.signals:
+        np.testing.assert_array_equal(batched.matrix(name), whole.matrix(name), err_msg=name)
+
+
+def test_demo_range_point_equals_demo_snapshot() -> None:
+    demo = DemoSource(seed=0)
+    at = 1_704_067_200.0 + 14 * 3600
+    point = math.floor(at / STEP) * STEP
+    snap = demo.snapshot(float(point), WINDOW_S)
+    rng = demo.range(float(point - 2 * STEP), float(point), STEP)
+    assert _assert_point_equals_snapshot(rng, list(snap.queues), point) > 100
