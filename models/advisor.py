@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from models.contention import fit_usl, usl_slowdown
+from models.contention import UslFit, fit_usl_many, usl_slowdown
 from models.errors import ModelInputError
 from models.fluid import fluid_summary
 from models.queueing import erlang_c
@@ -617,6 +617,18 @@ class _Ctx:
     """Sizing sweeps by arrival rate: filled on first use, or in advance by :func:`advise_many`."""
     mmc: tuple[float, float] | None = None
     """(Wq, Lq) of M/M/c at (λ, μ, c) for the hot-key rule, when computed in advance."""
+    usl: UslFit | ModelInputError | None = None
+    """The USL fit of the contention rule, when computed in advance (:func:`_prepare`)."""
+
+
+def _usl_points(ctx: _Ctx) -> tuple[FloatArray, FloatArray] | None:
+    """(busy workers, throughput) points the contention rule fits, or None without enough."""
+    p = _pairs(ctx.h, "busy_workers", "throughput_per_s")
+    if p is None or p[0].size < ctx.th.min_history_points:
+        return None
+    n, x = p[1], p[2]
+    ok = (n > 0) & (x > 0)
+    return n[ok], x[ok]
 
 
 def advise(
@@ -730,6 +742,10 @@ def _prepare(ctxs: Iterable[_Ctx]) -> None:
     reject (so the per-queue path raises as :func:`advise` does)."""
     sweeps: list[tuple[_Ctx, float, WhatIfInputs]] = []
     hot: list[tuple[_Ctx, float, float, int]] = []
+    ctxs = list(ctxs)
+    fitted = [(ctx, pts) for ctx in ctxs if (pts := _usl_points(ctx)) is not None]
+    for (ctx, _), fit in zip(fitted, fit_usl_many([pts for _, pts in fitted]), strict=True):
+        ctx.usl = fit
     for ctx in ctxs:
         lam, svc, c = ctx.lam, ctx.svc, ctx.c
         if lam is None or svc is None or c is None:
@@ -1034,16 +1050,13 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
     useful: int | None = None
 
     # (a) USL fit on (busy workers, throughput) over the range.
-    p = _pairs(ctx.h, "busy_workers", "throughput_per_s")
-    if p is not None and p[0].size >= th.min_history_points:
-        n, x = p[1], p[2]
-        ok = (n > 0) & (x > 0)
-        try:
-            fit = fit_usl(n[ok], x[ok])
-        except ModelInputError as exc:
-            evidence["usl_fit"] = f"not fitted: {exc}"
-            fit = None
-        if fit is not None:
+    pts = _usl_points(ctx)
+    if pts is not None:
+        n = pts[0]
+        fit = ctx.usl if ctx.usl is not None else fit_usl_many([pts])[0]
+        if isinstance(fit, ModelInputError):
+            evidence["usl_fit"] = f"not fitted: {fit}"
+        else:
             c_eval = float(ctx.c) if ctx.c is not None else float(np.max(n))
             eff = 1.0 / float(usl_slowdown(c_eval, fit.sigma, fit.kappa))
             evidence.update(usl_sigma=fit.sigma, usl_kappa=fit.kappa, usl_gamma_per_s=fit.gamma,
