@@ -8,6 +8,10 @@ Prometheus. So:
   step, queues);
 * an entry lives ``ttl_s`` seconds (monotonic clock); the cache holds at most ``max_entries``
   (and at most as many last-good fallbacks);
+* the cache life adapts to the source: when a fetch took ``D`` seconds, the newest result of
+  the same kind is reused for ``adapt × D`` seconds (when that is longer than ``ttl_s``) even
+  for a newer time slot, so a fleet whose reads take longer than the refresh period does not
+  start cold on every refresh, and the source spends at most ``1/adapt`` of its time on it;
 * concurrent callers of a key that is being fetched wait for that one fetch (in-flight
   de-duplication) instead of issuing their own;
 * when the source is unavailable (:class:`PrometheusUnavailable`) the last good result of the
@@ -64,11 +68,14 @@ class CachedSource:
         align_s: float = 5.0,
         error_ttl_s: float = 5.0,
         max_entries: int = 256,
+        adapt: float = 4.0,
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        if ttl_s <= 0 or align_s <= 0 or error_ttl_s < 0 or max_entries < 1:
-            raise ValueError("ttl_s and align_s must be > 0, error_ttl_s >= 0, max_entries >= 1")
+        if ttl_s <= 0 or align_s <= 0 or error_ttl_s < 0 or max_entries < 1 or adapt < 1:
+            raise ValueError("ttl_s and align_s must be > 0, error_ttl_s >= 0, max_entries >= 1, "
+                             "adapt >= 1")
+        self.adapt = adapt
         self.source = source
         self.ttl_s = ttl_s
         self.align_s = align_s
@@ -81,6 +88,8 @@ class CachedSource:
         self._errors: dict[Hashable, tuple[float, BaseException]] = {}
         self._flights: dict[Hashable, _Flight] = {}
         self._last_good: OrderedDict[Hashable, Any] = OrderedDict()
+        self._recent: dict[Hashable, tuple[float, float]] = {}
+        """family -> (monotonic time the newest fetch finished, how long it took)."""
         self._last_error: str | None = None
         self._stale_since: float | None = None
         self._last_success: float | None = None
@@ -127,6 +136,12 @@ class CachedSource:
                     self._entries.move_to_end(key)
                     cached: R = entry[1]
                     return cached
+                recent = self._recent.get(family)
+                if recent is not None and family in self._last_good:
+                    life = self.adapt * recent[1]
+                    if life > self.ttl_s and now - recent[0] < life:
+                        reused: R = self._last_good[family]
+                        return reused
                 err = self._errors.get(key)
                 if err is not None and now - err[0] < self.error_ttl_s:
                     stale: R = self._fallback(family, err[1])
@@ -154,6 +169,7 @@ class CachedSource:
         try:
             with self._lock:
                 self.fetches += 1
+            started = self._mono()
             result = fetch()
         except BaseException as exc:
             with self._lock:
@@ -185,8 +201,11 @@ class CachedSource:
             self._errors.pop(key, None)
             self._last_good[family] = result
             self._last_good.move_to_end(family)
+            done = self._mono()
+            self._recent[family] = (done, done - started)
             while len(self._last_good) > self.max_entries:
-                self._last_good.popitem(last=False)
+                old_family, _ = self._last_good.popitem(last=False)
+                self._recent.pop(old_family, None)
             self._last_error = None
             self._stale_since = None
             self._last_success = self._wall()

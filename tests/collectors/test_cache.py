@@ -41,7 +41,7 @@ class CountingSource:
             self.calls.append(("range", start, end, step_s))
         if self.fail is not None:
             raise self.fail
-        return RangeData(start=start, end=end, step_s=step_s, source=self.name,
+        return RangeData.from_frame(start=start, end=end, step_s=step_s, source=self.name,
                          frame=pd.DataFrame({"queue": [], "signal": [], "t": [], "value": []}))
 
 
@@ -170,3 +170,39 @@ def test_repeated_failure_without_history_does_not_grow_the_traceback() -> None:
         depths.append(n)
     assert len(src.calls) == 1  # remembered for error_ttl_s
     assert depths[-1] == depths[1]
+
+
+class SlowSource(CountingSource):
+    """Each snapshot takes ``cost_s`` seconds of the (fake) monotonic clock."""
+
+    def __init__(self, clock: Clock, cost_s: float) -> None:
+        super().__init__()
+        self.clock, self.cost_s = clock, cost_s
+
+    def snapshot(self, at: float, window_s: float) -> Snapshot:
+        self.clock.now += self.cost_s
+        return super().snapshot(at, window_s)
+
+
+def test_cache_life_adapts_to_a_slow_source() -> None:
+    clock = Clock()
+    src = SlowSource(clock, cost_s=20.0)  # slower than the 15 s refresh
+    cache = CachedSource(src, ttl_s=15, align_s=5, adapt=4, monotonic=clock)
+    first = cache.snapshot(1000.0, 300)
+    clock.now += 30
+    again = cache.snapshot(1030.0, 300)  # a newer slot, but within 4 × 20 s of the fetch
+    assert again is first
+    assert len(src.calls) == 1
+    clock.now += 51  # 81 s after the fetch finished: past 4 × its 20 s
+    newer = cache.snapshot(1081.0, 300)
+    assert len(src.calls) == 2
+    assert newer.at == 1080.0
+
+
+def test_fast_source_keeps_the_plain_ttl() -> None:
+    clock = Clock()
+    src = SlowSource(clock, cost_s=0.05)
+    cache = CachedSource(src, ttl_s=15, align_s=5, adapt=4, monotonic=clock)
+    cache.snapshot(1000.0, 300)
+    cache.snapshot(1005.0, 300)  # a new slot: 4 × 0.05 s is far below the ttl
+    assert len(src.calls) == 2
