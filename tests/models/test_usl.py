@@ -67,3 +67,48 @@ def test_refuses_bad_values() -> None:
         fit_usl([1, 2, 3, 4, 5, 6], [1, 2, 3, float("nan"), 5, 6])
     with pytest.raises(ModelInputError):
         usl_throughput([1, 2], 1.0, 1.5, 0.0)
+
+
+def test_batched_fit_is_at_least_as_good_as_curve_fit() -> None:
+    """fit_usl_many (one batched projected Levenberg–Marquardt) against scipy's curve_fit
+    (trust-region reflective), an independent solver of the same bounded problem."""
+    import warnings
+
+    from scipy.optimize import curve_fit
+
+    from models.contention import fit_usl_many
+
+    rng = np.random.default_rng(7)
+    data = []
+    for _ in range(60):
+        g = rng.uniform(0.5, 100)
+        s = rng.choice([0.0, rng.uniform(0, 0.3)])
+        k = rng.choice([0.0, 10 ** rng.uniform(-5, -1)])
+        n = np.sort(np.r_[rng.uniform(0.5, rng.uniform(2, 30), int(rng.integers(6, 80))), 40.0])
+        noise = rng.choice([0.001, 0.05, 0.2])
+        x = np.abs(usl_throughput(n, g, s, k) * (1 + rng.normal(0, noise, n.size))) + 1e-6
+        data.append((n, x))
+    fits = fit_usl_many(data)
+    for (n, x), fit in zip(data, fits, strict=True):
+        assert not isinstance(fit, ModelInputError)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p, _ = curve_fit(lambda nn, g, s, k: usl_throughput(nn, g, s, k), n, x,
+                             p0=(x[0] / n[0], 0.01, 1e-4),
+                             bounds=((0, 0, 0), (np.inf, 1, 1)), maxfev=20_000)
+        ref = np.sum((x - usl_throughput(n, *p)) ** 2)
+        ours = np.sum((x - usl_throughput(n, fit.gamma, fit.sigma, fit.kappa)) ** 2)
+        assert ours <= ref * (1 + 1e-9) + 1e-300
+        assert 0 <= fit.sigma <= 1
+        assert 0 <= fit.kappa <= 1
+        assert fit.gamma > 0
+
+
+def test_batched_fit_returns_the_refusal_of_a_bad_set() -> None:
+    from models.contention import fit_usl_many
+
+    good = fit_usl_many([(SPEC_LOAD, SPEC_TPUT), (SPEC_LOAD[:3], SPEC_TPUT[:3])])
+    assert not isinstance(good[0], ModelInputError)
+    assert good[0].sigma == pytest.approx(2.773e-2, rel=2e-3)
+    assert isinstance(good[1], ModelInputError)
+    assert "at least 6" in str(good[1])
