@@ -12,18 +12,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from collectors.config import (
-    QueuelensConfig,
-    connection_settings,
-    load_config,
-    parse_headers,
-)
 from collectors.errors import ConfigError
-from collectors.profile import parse_selector
 from collectors.timeparse import parse_duration
-from collectors.types import Source
+
+if TYPE_CHECKING:  # imported where used, so `queuelens --help` loads neither yaml nor numpy
+    from collectors.config import QueuelensConfig
+    from collectors.types import Source
 
 
 def open_source(
@@ -40,6 +36,9 @@ def open_source(
     demo_scenario: str = "all",
 ) -> Source:
     """Build the source. Raises ConfigError for inconsistent or invalid settings."""
+    from collectors.config import QueuelensConfig, connection_settings
+    from collectors.profile import parse_selector
+
     config = config or QueuelensConfig()
     if demo and prometheus_url:
         raise ConfigError("choose either --demo or --prometheus URL, not both")
@@ -97,6 +96,8 @@ def source_from_args(
 ) -> Source:
     """The source the flags of :func:`add_source_arguments` ask for (``config``: the already
     loaded ``--config`` file, else it is read here)."""
+    from collectors.config import load_config, parse_headers
+
     if config is None:
         config = load_config(getattr(args, "config", None))
     headers: dict[str, str] = {}

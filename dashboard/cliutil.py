@@ -6,18 +6,16 @@ Exit codes: 0 ok · 2 bad input or config · 3 Prometheus unavailable or rejecte
 from __future__ import annotations
 
 import argparse
-import csv
-import dataclasses
-import io
-import json
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 
 from collectors import timeparse
+
+# Only argparse-level modules are imported here: every `queuelens ... --help` imports this
+# module, so the output formats import json/csv/dataclasses/tempfile where they are used.
 
 EXIT_USAGE = 2
 EXIT_PROMETHEUS = 3
@@ -133,6 +131,8 @@ def jsonable(value: Any) -> Any:
 
     NaN and ±Inf become None: a value that does not exist is null, never NaN.
     """
+    import dataclasses
+
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
@@ -151,6 +151,8 @@ def jsonable(value: Any) -> Any:
 
 
 def dump_json(payload: Any, out: TextIO | None = None) -> None:
+    import json
+
     text = json.dumps(jsonable(payload), indent=2, allow_nan=False, ensure_ascii=False)
     (out or sys.stdout).write(text + "\n")
 
@@ -164,6 +166,8 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, list | dict):
+        import json
+
         return json.dumps(value, ensure_ascii=False)
     return str(value)
 
@@ -179,6 +183,9 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> s
 
 
 def format_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    import csv
+    import io
+
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
@@ -211,6 +218,8 @@ def emit(
 def write_text_atomically(path: str, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same directory, then rename,
     so a failed run never leaves a half-written file or replaces a good one."""
+    import tempfile
+
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise CliError(f"cannot write {path}: the directory {directory} does not exist")

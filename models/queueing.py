@@ -174,6 +174,8 @@ def erlang_c(
     arrival_rate_per_s: npt.ArrayLike,
     service_rate_per_s: npt.ArrayLike,
     workers: npt.ArrayLike,
+    *,
+    workspace: ErlangCWorkspace | None = None,
 ) -> MMcResult:
     """M/M/c (Erlang C) for every element of the broadcast inputs, in one numpy pass.
 
@@ -187,6 +189,10 @@ def erlang_c(
     Inputs broadcast like numpy arrays, e.g. λ of shape (10000, 1) against workers of shape
     (64,) gives (10000, 64) results. λ ≥ c·μ is reported as unstable (p_wait 1, +inf waits).
     Conditional on Poisson arrivals, exponential service, FIFO and unlimited waiting room.
+
+    For that column × row layout, ``workspace`` (an :class:`ErlangCWorkspace` of the same
+    size) makes the call write into preallocated buffers, for callers that repeat the sweep;
+    the result then holds views of the workspace, valid until its next use.
     """
     lam = _as_float_array("arrival rate", arrival_rate_per_s, positive=False)
     mu = _as_float_array("service rate", service_rate_per_s, positive=True)
@@ -201,17 +207,34 @@ def erlang_c(
     full = np.broadcast_shapes(lam_nd.shape, mu_nd.shape, c_nd.shape)
     if len(full) == 2 and lam_nd.shape[1] == mu_nd.shape[1] == 1 and c_nd.shape[0] == 1:
         # The what-if layout: a column of queues against a row of worker counts.
-        grid, grid_stable = _erlang_c_grid(
-            np.broadcast_to(lam_nd[:, 0], full[:1]),
-            np.broadcast_to(mu_nd[:, 0], full[:1]),
-            c_nd[0],
+        n, m = full
+        if workspace is None:
+            workspace = ErlangCWorkspace(n, m)
+        elif (workspace.n_queues, workspace.n_workers) != (n, m):
+            raise ModelInputError(
+                f"the workspace is for {workspace.n_queues} queues × {workspace.n_workers} "
+                f"worker counts, not {n} × {m}."
+            )
+        ws = workspace
+        _erlang_c_grid(
+            np.broadcast_to(lam_nd[:, 0], (n,)), np.broadcast_to(mu_nd[:, 0], (n,)), c_nd[0], ws
         )
         return MMcResult(
             arrival_rate_per_s=np.broadcast_to(lam, shape),
             service_rate_per_s=np.broadcast_to(mu, shape),
             workers=np.broadcast_to(c, shape),
-            stable=grid_stable.reshape(shape),
-            **{k: v.reshape(shape) for k, v in grid.items()},
+            utilization=ws.utilization.T.reshape(shape),
+            stable=ws.stable.T.reshape(shape),
+            p_wait=ws.p_wait.T.reshape(shape),
+            wait_mean_s=ws.wait_mean_s.T.reshape(shape),
+            response_mean_s=ws.response_mean_s.T.reshape(shape),
+            queue_length_mean=ws.queue_length_mean.T.reshape(shape),
+            in_system_mean=ws.in_system_mean.T.reshape(shape),
+        )
+    if workspace is not None:
+        raise ModelInputError(
+            "a workspace applies to a column of queues (shape (N, 1)) against a row of worker "
+            "counts (shape (C,))."
         )
     out = {name: np.empty(full, dtype=np.float64) for name in _MMC_FLOAT_FIELDS}
     stable = np.empty(full, dtype=np.bool_)
@@ -250,56 +273,107 @@ _MMC_FLOAT_FIELDS = (
 _BLOCK_CELLS = 131_072
 
 
-def _erlang_c_grid(
-    lam: FloatArray, mu: FloatArray, c: IntArray
-) -> tuple[dict[str, FloatArray], BoolArray]:
-    """Erlang C for queues (``lam``, ``mu``: shape (N,)) × worker counts (``c``: shape (C,)).
+# Cells per post-processing block of the grid sweep: large enough that the Python overhead per
+# block is negligible, small enough that a block's rows are still in cache when they are read.
+_GRID_BLOCK_CELLS = 160_000
 
-    Same formulas as :func:`_erlang_c_block`, computed with the worker counts on the first
-    axis: each step of the Erlang B recursion then writes one contiguous row and every later
-    operation runs along contiguous rows of queues. The results are returned as transposed
-    (N, C) views. This layout halves the time of the 10,000 × 64 sweep
-    (benchmarks/bench_erlang.py) compared with writing strided columns.
+
+class ErlangCWorkspace:
+    """Preallocated outputs for :func:`erlang_c` over a column of ``n_queues`` queues against a
+    row of ``n_workers`` worker counts (the what-if / fleet layout), reusable across calls.
+
+    ``erlang_c(lam[:, None], mu[:, None], workers, workspace=ws)`` then writes its results into
+    these buffers instead of allocating ~50 bytes per cell (30 MB for 10,000 × 64) whose
+    first-touch page faults cost more than the arithmetic. The returned :class:`MMcResult`
+    holds (n_queues, n_workers) *views* of the buffers, so the next call with the same
+    workspace overwrites them: copy what must outlive it. Not thread-safe: one per thread.
     """
-    a = lam / mu
+
+    def __init__(self, n_queues: int, n_workers: int) -> None:
+        if n_queues < 1 or n_workers < 1:
+            raise ModelInputError("a workspace needs at least one queue and one worker count.")
+        self.n_queues = int(n_queues)
+        self.n_workers = int(n_workers)
+        # Worker counts on the first axis: each step of the Erlang B recursion then writes one
+        # contiguous row and every later operation runs along contiguous rows of queues; the
+        # caller sees (n_queues, n_workers) transposed views.
+        grid = (self.n_workers, self.n_queues)
+        self.utilization: FloatArray = np.empty(grid, dtype=np.float64)
+        self.stable: BoolArray = np.empty(grid, dtype=np.bool_)
+        self.p_wait: FloatArray = np.empty(grid, dtype=np.float64)
+        self.wait_mean_s: FloatArray = np.empty(grid, dtype=np.float64)
+        self.response_mean_s: FloatArray = np.empty(grid, dtype=np.float64)
+        self.queue_length_mean: FloatArray = np.empty(grid, dtype=np.float64)
+        self.in_system_mean: FloatArray = np.empty(grid, dtype=np.float64)
+        self._block_rows = max(1, min(self.n_workers, _GRID_BLOCK_CELLS // self.n_queues))
+        self._scratch: FloatArray = np.empty((self._block_rows, self.n_queues), dtype=np.float64)
+        row = (self.n_queues,)
+        self._load: FloatArray = np.empty(row, dtype=np.float64)
+        self._inv_mu: FloatArray = np.empty(row, dtype=np.float64)
+        self._ab: FloatArray = np.empty(row, dtype=np.float64)
+        self._den: FloatArray = np.empty(row, dtype=np.float64)
+        self._b: FloatArray = np.empty(row, dtype=np.float64)
+
+
+def _erlang_c_grid(lam: FloatArray, mu: FloatArray, c: IntArray, ws: ErlangCWorkspace) -> None:
+    """Erlang C for queues (``lam``, ``mu``: shape (N,)) × worker counts (``c``: shape (C,)),
+    written in place into the (C, N) buffers of ``ws``.
+
+    The Erlang B recursion of :func:`erlang_b_table` runs once over the N loads; at step k it
+    computes x = A·B(k − 1, A) anyway, and with it (substituting B(k) = x/(k + x) into
+    B/(1 − ρ(1 − B)))
+
+        C(k, A) = x / (k − A + x),
+
+    which needs no extra pass: x is written straight into the p_wait row of worker count k,
+    then each block of rows is finished while it is still in cache. In floating point, with
+    s = max(k − A, 0) (exactly 0 iff A ≥ k, i.e. unstable): stable cells have s + x ≥ x, so
+    C ≤ 1; unstable cells get C = x/x = 1 exactly (x > 0 there) and Wq = C/(s·μ) = +inf.
+    It agrees with :func:`_erlang_c_block` to ~1e-14 relative (both are within ~1e-15 of
+    exact rational arithmetic; k − A + x adds two non-negative terms, and k − A is exact for
+    A in [k/2, 2k]). Every operation writes into preallocated memory and none is masked
+    (``where=``): the 10,000 × 64 sweep of benchmarks/bench_erlang.py is bound by memory
+    traffic and ufunc passes, so it makes 3 passes per recursion step and 11 per output cell.
+    """
+    a = np.divide(lam, mu, out=ws._load)
+    inv_mu = np.divide(1.0, mu, out=ws._inv_mu)
     rows: dict[int, list[int]] = {}
     for i, k in enumerate(c.tolist()):
         rows.setdefault(int(k), []).append(i)
-    p_wait = np.empty((c.size, a.size), dtype=np.float64)
-    b = np.ones_like(a)
-    ab = np.empty_like(a)
-    den = np.empty_like(a)
-    for k in range(1, max(rows, default=0) + 1):
-        np.multiply(a, b, out=ab)
-        np.add(ab, k, out=den)
-        np.divide(ab, den, out=b)  # B(k) = A·B(k−1) / (k + A·B(k−1))
-        for i in rows.get(k, ()):
-            p_wait[i] = b
+    # A block of rows is finished at the step that produces the largest worker count in it.
+    step = ws._block_rows
+    ready: dict[int, list[slice]] = {}
+    for start in range(0, c.size, step):
+        block = slice(start, min(start + step, c.size))
+        ready.setdefault(int(c[block].max()), []).append(block)
     cf = c.astype(np.float64)[:, np.newaxis]
-    rho = a / cf
-    stable = a < cf
+    p_wait, wq_all = ws.p_wait, ws.wait_mean_s
+    den, b = ws._den, ws._b
+    b.fill(1.0)  # B(0) = 1
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        denom = p_wait - 1.0
-        denom *= rho
-        denom += 1.0  # 1 − ρ(1 − B); see _erlang_c_block for why max(·, B) is exact
-        np.maximum(denom, p_wait, out=denom)
-        p_wait /= denom
-        np.copyto(p_wait, 1.0, where=~stable)
-        slack = np.subtract(cf, a, out=denom)
-        np.maximum(slack, 0.0, out=slack)
-        slack *= mu  # c·μ − λ (0 when unstable, so Wq = +inf)
-        wq = np.divide(p_wait, slack, out=slack)
-    response = wq + 1.0 / mu
-    lq = lam * wq
-    fields = {
-        "utilization": rho,
-        "p_wait": p_wait,
-        "wait_mean_s": wq,
-        "response_mean_s": response,
-        "queue_length_mean": lq,
-        "in_system_mean": lq + a,
-    }
-    return {k: v.T for k, v in fields.items()}, stable.T
+        for k in range(1, max(rows, default=0) + 1):
+            wanted = rows.get(k)
+            x = ws._ab if wanted is None else p_wait[wanted[0]]
+            np.multiply(a, b, out=x)  # x = A·B(k−1)
+            if wanted is not None:
+                for i in wanted[1:]:
+                    p_wait[i] = x
+            np.add(x, k, out=den)
+            np.divide(x, den, out=b)  # B(k) = A·B(k−1) / (k + A·B(k−1))
+            for block in ready.get(k, ()):
+                ck, xk = cf[block], p_wait[block]
+                np.divide(a, ck, out=ws.utilization[block])  # ρ = A/c
+                s = np.subtract(ck, a, out=wq_all[block])  # c − A (Wq's buffer until Wq)
+                np.greater(s, 0.0, out=ws.stable[block])  # the sign of c − A is exact
+                np.maximum(s, 0.0, out=s)
+                q = np.add(s, xk, out=ws._scratch[: block.stop - block.start])
+                pw = np.divide(xk, q, out=xk)  # C = x / (max(c − A, 0) + x)
+                s *= mu  # c·μ − λ (0 when unstable, so Wq = +inf)
+                wq = np.divide(pw, s, out=s)  # Wq = C/(c·μ − λ)
+                np.add(wq, inv_mu, out=ws.response_mean_s[block])  # W = Wq + 1/μ
+                # Little's law. Unstable elements have λ > 0, so λ·inf = inf (never NaN).
+                lq = np.multiply(lam, wq, out=ws.queue_length_mean[block])
+                np.add(lq, a, out=ws.in_system_mean[block])  # L = Lq + λ/μ
 
 
 def _erlang_c_block(

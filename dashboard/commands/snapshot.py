@@ -11,7 +11,6 @@ JSON: ``{"at", "window_s", "source", "queues": [{"queue", "labels", <fields>, "m
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import time
 from typing import Any
 
@@ -47,6 +46,8 @@ def register(subparsers: Any) -> None:
 
 def snapshot_payload(snap: Any) -> dict[str, Any]:
     """The documented JSON shape (also used by the table/CSV rows)."""
+    import dataclasses
+
     queues = []
     for q in snap.queues:
         row = {f.name: getattr(q, f.name) for f in dataclasses.fields(q)}

@@ -11,6 +11,7 @@ import pytest
 
 from models.errors import ModelInputError
 from models.queueing import (
+    ErlangCWorkspace,
     erlang_c,
     erlang_c_wait_percentiles,
     erlang_c_wait_quantile,
@@ -160,3 +161,94 @@ def test_bad_input(lam: float, mu: float, c: float) -> None:
 def test_bad_quantile() -> None:
     with pytest.raises(ModelInputError):
         erlang_c_wait_quantile(erlang_c(1.0, 1.0, 2), 1.0)
+
+
+# --- the queues × worker-counts grid and its reusable workspace ---------------------------
+
+_GRID_FIELDS = ("utilization", "p_wait", "wait_mean_s", "response_mean_s", "queue_length_mean",
+                "in_system_mean")
+
+
+def _grid_inputs(seed: int, n: int, workers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """λ, μ columns with offered loads from 1e-3 to 1.5·max(c), some of them whole numbers
+    (ρ = 1 exactly at c = A) and some zero."""
+    rng = np.random.default_rng(seed)
+    mu = rng.uniform(0.05, 40.0, size=(n, 1))
+    load = np.exp(rng.uniform(math.log(1e-3), math.log(1.5 * float(workers.max())), size=(n, 1)))
+    load[: n // 4] = np.ceil(load[: n // 4])
+    load[-1] = 0.0
+    return load * mu, mu
+
+
+@pytest.mark.parametrize(
+    ("seed", "workers"),
+    [
+        (1, np.arange(1, 65)),
+        (2, np.array([7, 3, 3, 1, 40, 12, 12, 2])),  # unsorted, repeated
+        (3, np.arange(30, 130)),
+        (4, np.array([1, 2, 5000, 10_000])),
+    ],
+)
+def test_grid_matches_the_elementwise_path(seed: int, workers: np.ndarray) -> None:
+    lam, mu = _grid_inputs(seed, 257, workers)
+    grid = erlang_c(lam, mu, workers)  # column × row: the grid sweep
+    shape = (lam.shape[0], workers.size)
+    # The same cells as full 2-D arrays take the general (elementwise) path.
+    ref = erlang_c(np.broadcast_to(lam, shape).copy(), np.broadcast_to(mu, shape).copy(),
+                   np.broadcast_to(workers, shape).copy())
+    np.testing.assert_array_equal(grid.stable, ref.stable)
+    assert grid.stable.any()
+    assert not grid.stable.all()
+    for name in _GRID_FIELDS:
+        got, want = getattr(grid, name), getattr(ref, name)
+        assert got.shape == shape
+        assert not np.isnan(got).any(), name
+        np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want), err_msg=name)
+        finite = np.isfinite(want)
+        # Relative agreement; below 1e-300 (subnormal P(wait) of tiny loads on many workers)
+        # only the absolute difference of a few 1e-324 is meaningful.
+        np.testing.assert_allclose(got[finite], want[finite], rtol=1e-12, atol=1e-300,
+                                   err_msg=name)
+    unstable = ~grid.stable
+    np.testing.assert_array_equal(grid.p_wait[unstable], 1.0)  # exactly 1, not 1 − 1e-16
+    assert np.all(np.isposinf(grid.wait_mean_s[unstable]))
+    assert np.all(np.isposinf(grid.in_system_mean[unstable]))
+    assert np.all(grid.p_wait[grid.stable] <= 1.0)
+
+
+def test_grid_large_c_matches_direct_sum() -> None:
+    c = np.array([9_000, 10_000])
+    lam = np.array([[8_950.0], [9_990.0], [9_999.0]])
+    r = erlang_c(lam, 1.0, c)
+    assert bool(r.stable[0, 0])
+    assert not bool(r.stable[1, 0])
+    for i, j in [(0, 0), (0, 1), (1, 1), (2, 1)]:
+        expect = erlang_c_direct(float(lam[i, 0]), int(c[j]))
+        assert float(r.p_wait[i, j]) == pytest.approx(expect, rel=1e-7)
+
+
+def test_workspace_gives_the_same_numbers_and_is_reused() -> None:
+    workers = np.arange(1, 33)
+    ws = ErlangCWorkspace(100, workers.size)
+    lam1, mu1 = _grid_inputs(5, 100, workers)
+    lam2, mu2 = _grid_inputs(6, 100, workers)
+    fresh1 = erlang_c(lam1, mu1, workers)
+    fresh2 = erlang_c(lam2, mu2, workers)
+    r1 = erlang_c(lam1, mu1, workers, workspace=ws)
+    for name in (*_GRID_FIELDS, "stable"):
+        np.testing.assert_array_equal(getattr(r1, name), getattr(fresh1, name))
+    r2 = erlang_c(lam2, mu2, workers, workspace=ws)  # overwrites r1's buffers
+    for name in (*_GRID_FIELDS, "stable"):
+        np.testing.assert_array_equal(getattr(r2, name), getattr(fresh2, name))
+        assert np.shares_memory(getattr(r1, name), getattr(r2, name))
+    assert r2.p_wait.shape == (100, 32)
+
+
+def test_workspace_must_fit_the_call() -> None:
+    ws = ErlangCWorkspace(3, 4)
+    with pytest.raises(ModelInputError):
+        erlang_c([[1.0], [2.0]], 1.0, [1, 2, 3, 4], workspace=ws)  # 2 queues, not 3
+    with pytest.raises(ModelInputError):
+        erlang_c(2.0, 1.0, [1, 2, 3, 4], workspace=ws)  # not the column × row layout
+    with pytest.raises(ModelInputError):
+        ErlangCWorkspace(0, 4)
