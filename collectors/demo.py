@@ -231,6 +231,7 @@ class DemoSource:
                 QueueSnapshot(
                     queue=spec.name,
                     labels=self.labels(spec),
+                    process=f"pod={spec.params.pod}",
                     reconcile_results_per_s=results,
                     api_calls_by_class_per_s=classes,
                     missing=missing,

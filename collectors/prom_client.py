@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -210,6 +211,9 @@ def _retry_after(response: requests.Response | None) -> float | None:
         return None
 
 
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+
+
 def _labels(item: Mapping[str, Any]) -> dict[str, str]:
     """A result's ``metric`` object as str -> str (TypeError when it is not an object)."""
     metric = item.get("metric") or {}
@@ -347,8 +351,8 @@ class PrometheusClient:
     @staticmethod
     def _series(item: Mapping[str, Any]) -> RangeSeries:
         values = item.get("values") or []
-        t = np.fromiter((float(p[0]) for p in values), dtype=float, count=len(values))
-        v = np.fromiter((float(p[1]) for p in values), dtype=float, count=len(values))
+        t = np.fromiter(map(float, map(_FIRST, values)), dtype=float, count=len(values))
+        v = np.fromiter(map(float, map(_SECOND, values)), dtype=float, count=len(values))
         finite = np.isfinite(v)
         dropped: dict[str, int] = {}
         if not finite.all():

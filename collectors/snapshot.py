@@ -627,9 +627,11 @@ class _SnapshotReasons:
         if values.get("api_calls_per_s") is None:
             classes = {}
         fields = {name: values.get(name) for name in _FIELDS}
+        plabels = self.procs.process_labels(i)
         return QueueSnapshot(
             queue=q,
-            labels={profile.queue_label: q, **self.procs.process_labels(i)},
+            labels={profile.queue_label: q, **plabels},
+            process=",".join(f"{k}={v}" for k, v in plabels.items()) or None,
             reconcile_results_per_s=results_by_kind,
             api_calls_by_class_per_s=dict(sorted(classes.items())),
             missing=missing,
@@ -684,7 +686,10 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
     t0 = float(t[0]) if len(t) else 0.0
 
     def place(out: np.ndarray, row: int, s: RangeSeries) -> None:
-        if len(s.t):
+        n = len(s.t)
+        if n == shape[1] and s.t[0] == t0 and s.t[-1] == t[-1]:
+            out[row] = s.v  # the usual case: a point at every step of the grid
+        elif n:
             idx = np.rint((s.t - t0) / step).astype(np.int64)
             ok = (idx >= 0) & (idx < shape[1])
             out[row, idx[ok]] = s.v[ok]

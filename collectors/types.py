@@ -66,6 +66,10 @@ class QueueSnapshot:
     """depth_mean / (arrival_rate_per_s · queue_wait_mean_s); ≈ 1 when the data are coherent."""
     missing: Mapping[str, str] = field(default_factory=dict)
     """field name -> why it is None."""
+    process: str | None = None
+    """The process that runs this queue, as ``label=value,…`` of the profile's process labels
+    (``job``, ``instance``, ``pod`` by default; the demo: its pod); None when not known. Queues
+    of one process share its API client, so the advisor sums their demand."""
 
 
 @dataclass(frozen=True)

@@ -45,10 +45,6 @@ DASHBOARD_STEP_S = 150.0
 """...at one point per 150 s (25 points) — the overview's sparkline read, so one range call
 serves both the sparklines and the advisor."""
 
-PROCESS_LABELS: tuple[str, ...] = ("job", "instance", "pod", "namespace")
-"""Labels that identify the process running a queue: its API budget is shared with the other
-queues of the same process, so their throughputs are summed for API calls per reconcile."""
-
 # QueueHistory series -> RangeData signal names, first present wins.
 _SIGNALS: Mapping[str, tuple[str, ...]] = {
     **{name: (name,) for name in HISTORY_FIELDS},
@@ -166,19 +162,20 @@ class FleetAdvice:
         }
 
 
-def process_key(q: QueueSnapshot) -> tuple[tuple[str, str], ...] | None:
-    """The process labels of a queue, or None when none are known."""
-    key = tuple((lb, q.labels[lb]) for lb in PROCESS_LABELS if q.labels.get(lb))
-    return key or None
+def process_key(q: QueueSnapshot) -> str | None:
+    """The process running a queue, as the collector identified it (the profile's process
+    labels are the one definition), or None when it is not known. Its API budget is shared
+    with the other queues of the same process, so their demand is summed."""
+    return q.process
 
 
 def process_totals(
     queues: Sequence[QueueSnapshot],
-) -> dict[tuple[tuple[str, str], ...], ProcessTotals]:
+) -> dict[str, ProcessTotals]:
     """Throughput, busy workers and arrivals summed per process over the whole snapshot (the
     API budget and the client-side limiter belong to the process). A sum is None when any
     queue of the process lacks the figure."""
-    groups: dict[tuple[tuple[str, str], ...], list[QueueSnapshot]] = defaultdict(list)
+    groups: dict[str, list[QueueSnapshot]] = defaultdict(list)
     for q in queues:
         pk = process_key(q)
         if pk is not None:
