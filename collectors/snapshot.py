@@ -193,12 +193,13 @@ class PrometheusSource:
         hists = {prefix: _layouts(buckets[signal], rows)
                  for signal, prefix in (("queue_wait_buckets", "queue_wait"),
                                         ("work_buckets", "work"))}
-        procs = _Processes(profile, results["topology"].samples, rows)
-        api = procs.series(results["api_calls"].samples, "api_calls_per_s", "code",
-                           "api_calls_by_class_per_s")
-        throttle = procs.series(results["throttle_s_per_s"].samples, "throttle_s_per_s")
-        for metric, ps in ((m.rest_client_requests, api), (m.rate_limiter_duration, throttle)):
-            note = procs.note(metric, ps)
+        procs = _Processes(profile, results["topology"].samples)
+        api = procs.add(_instant_rows(results["api_calls"].samples), "api_calls_per_s", "code",
+                        "api_calls_by_class_per_s")
+        throttle = procs.add(_instant_rows(results["throttle_s_per_s"].samples),
+                             "throttle_s_per_s")
+        for metric, att in ((m.rest_client_requests, api), (m.rate_limiter_duration, throttle)):
+            note = procs.note(metric, att)
             if note and note not in warnings:
                 warnings.append(note)
         raw = RawSignals(
@@ -208,8 +209,8 @@ class PrometheusSource:
                                if "samples_in_window" in per_queue else None),
             expected_samples=(window_s / profile.scrape_interval_s
                               if profile.scrape_interval_s else None),
-            processes=procs.count, queue_process=procs.pairs(),
-            process_series=[ps.series for ps in (api, throttle) if ps.series is not None])
+            processes=procs.count, queue_process=procs.pairs(order),
+            process_series=procs.series)
         derived = derive(raw)
         reasons = _SnapshotReasons(profile, per_queue, buckets, outcomes, procs, api, throttle,
                                    window_s)
@@ -291,6 +292,9 @@ class PrometheusSource:
             warnings.append(f"step widened from {step_s:g} s to {step} s (whole seconds, at most "
                             f"11,000 points per series)")
         t = a + step * np.arange((b - a) // step + 1, dtype=np.float64)
+        procs = _Processes.for_range(profile, fleet, t, float(step), warnings)
+        for sq in process_queries:
+            del fleet[sq.signal]  # decoded once into procs; not kept while the batches run
         out = _RangeOutput(t, wanted, len(batches))
         for batch in batches:
             queries = [sq for sq in profile.queries(window, batch)
@@ -300,8 +304,8 @@ class PrometheusSource:
                                     parallelism))
             for sq in queries:
                 warnings += [w for w in results[sq.signal].warnings if w not in warnings]
-            raw = _range_raw(profile, results, [*queries, *process_queries], batch, t,
-                             float(step), window, warnings)
+            raw = _range_raw(profile, results, queries, batch, t, float(step), window, procs,
+                             warnings)
             del results
             derived = derive(raw)
             for q in np.asarray(raw.queues, dtype=object)[derived.gap.any(axis=1)]:
@@ -397,26 +401,26 @@ class _Attributed:
 
 
 class _Processes:
-    """Which process (the profile's process labels) runs which queue, from the topology query;
-    turns process-wide samples (``rest_client_*``: no controller label) into per-process rows.
+    """Which process (the profile's process labels) runs which queue, from the topology query,
+    and the process-wide series (``rest_client_*``: no controller label) as per-process rows for
+    :func:`models.signals.derive` — for a snapshot (one column) and a range read alike.
 
     Without any process label on a metric's series, that metric's rows all go to one
     process-wide pseudo process that every queue is given (and a warning says so)."""
 
-    def __init__(self, profile: Profile, topology: Sequence[Sample], rows: Mapping[str, int]):
+    def __init__(self, profile: Profile, topology: Sequence[Sample]) -> None:
         self.profile = profile
         self.plabels = profile.process_labels
-        self.rows = rows
         self.index: dict[tuple[str, ...], int] = {}
-        self.of_queue: dict[int, set[int]] = defaultdict(set)
-        self.keys_of_queue: dict[int, set[tuple[str, ...]]] = defaultdict(set)
-        for s in topology:
-            i = rows.get(s.labels.get(profile.queue_label, ""))
-            if i is None:
-                continue
-            key = self.key(s.labels)
-            self.of_queue[i].add(self.process(key))
-            self.keys_of_queue[i].add(key)
+        self.of_name: dict[str, set[int]] = defaultdict(set)
+        self.keys_of_name: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+        for smp in topology:
+            q = smp.labels.get(profile.queue_label, "")
+            key = self.key(smp.labels)
+            self.of_name[q].add(self.process(key))
+            self.keys_of_name[q].add(key)
+        self.wide: int | None = None
+        self.attributed: list[_Attributed] = []
 
     def key(self, labels: Mapping[str, str]) -> tuple[str, ...]:
         return tuple(labels.get(lb, "") for lb in self.plabels)
@@ -429,52 +433,52 @@ class _Processes:
         return len(self.index)
 
     @property
-    def _wide_key(self) -> tuple[str, ...]:
-        """The pseudo process of unlabelled rows (longer than any real key: cannot clash)."""
-        return ("",) * (len(self.plabels) + 1)
+    def series(self) -> list[ProcessSeries]:
+        return [a.series for a in self.attributed if a.series is not None]
 
-    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+    def pairs(self, order: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(row, process) for every queue of ``order`` and each process that runs it."""
         q_idx: list[int] = []
         p_idx: list[int] = []
-        for i, ps in self.of_queue.items():
-            for pi in ps:
-                q_idx.append(i)
+        for r, q in enumerate(order):
+            for pi in self.of_name.get(q, ()):
+                q_idx.append(r)
                 p_idx.append(pi)
-        wide = self.index.get(self._wide_key)
-        if wide is not None:
-            for i in range(len(self.rows)):
-                q_idx.append(i)
-                p_idx.append(wide)
+            if self.wide is not None:
+                q_idx.append(r)
+                p_idx.append(self.wide)
         return np.array(q_idx, dtype=np.int64), np.array(p_idx, dtype=np.int64)
 
-    def series(self, samples: Sequence[Sample], total_field: str, sub_label: str | None = None,
-               class_field: str = "", absent: str = "") -> _Attributed:
+    def add(self, rows: Sequence[tuple[Mapping[str, str], np.ndarray]], total_field: str,
+            sub_label: str | None = None, class_field: str = "") -> _Attributed:
+        """Rows (labels, values over the read's times) of one process-wide metric."""
         m = self.profile.metrics
-        if not absent:
-            absent = (f"no {m.rest_client_requests} series" if sub_label else
-                      f"no {m.rate_limiter_duration}_sum series (stock controller-runtime does "
-                      "not expose the client-side rate limiter histogram)")
-        labelled = any(any(s.labels.get(lb) for lb in self.plabels) for s in samples)
-        finite = [s for s in samples if s.value is not None]
-        if not finite:
-            return _Attributed(None, labelled, set(), absent, not samples)
-        if labelled:
-            procs = [self.process(self.key(s.labels)) for s in finite]
-            present = set(procs)
-        else:
-            procs = [self.process(self._wide_key)] * len(finite)
-            present = set(procs)
-        classes: tuple[str, ...] = ()
-        class_of = None
-        if sub_label:
-            names = [code_class(s.labels.get(sub_label, "")) for s in finite]
-            classes = tuple(sorted(set(names)))
-            class_of = np.array([classes.index(n) for n in names], dtype=np.int64)
-        ps = ProcessSeries(process=np.array(procs, dtype=np.int64),
-                           values=np.array([[s.value] for s in finite], dtype=np.float64),
-                           total_field=total_field, class_of=class_of, classes=classes,
-                           class_field=class_field)
-        return _Attributed(ps, labelled, present, absent, False)
+        absent = (f"no {m.rest_client_requests} series" if sub_label else
+                  f"no {m.rate_limiter_duration}_sum series (stock controller-runtime does "
+                  "not expose the client-side rate limiter histogram)")
+        labelled = any(any(lb.get(p) for p in self.plabels) for lb, _ in rows)
+        finite = [(lb, v) for lb, v in rows if np.isfinite(v).any()]
+        att = _Attributed(None, labelled, set(), absent, not rows)
+        if finite:
+            if labelled:
+                procs = [self.process(self.key(lb)) for lb, _ in finite]
+            else:
+                self.wide = self.process(("",) * (len(self.plabels) + 1))  # clashes with none
+                procs = [self.wide] * len(finite)
+            classes: tuple[str, ...] = ()
+            class_of = None
+            if sub_label:
+                names = [code_class(lb.get(sub_label, "")) for lb, _ in finite]
+                classes = tuple(sorted(set(names)))
+                class_of = np.array([classes.index(n) for n in names], dtype=np.int64)
+            att.series = ProcessSeries(
+                process=np.array(procs, dtype=np.int64),
+                values=np.array([v for _, v in finite], dtype=np.float64),
+                total_field=total_field, class_of=class_of, classes=classes,
+                class_field=class_field)
+            att.present = set(procs)
+        self.attributed.append(att)
+        return att
 
     def note(self, metric: str, att: _Attributed) -> str | None:
         if att.series is not None and not att.labelled:
@@ -482,28 +486,53 @@ class _Processes:
                     "shown for every queue (it is shared by all controllers of the process)")
         return None
 
-    def reason(self, i: int, att: _Attributed) -> str | None:
-        """Why queue ``i`` has no value of the attributed metric (None: it has one)."""
+    def reason(self, q: str, att: _Attributed) -> str | None:
+        """Why queue ``q`` has no value of the attributed metric (None: it has one)."""
         if att.empty or att.series is None:
             return att.absent_reason
         if not att.labelled:
             return None
-        procs = self.of_queue.get(i)
+        procs = self.of_name.get(q)
         if not procs:
             return "cannot tell which process (job/instance) runs this queue"
         if not procs & att.present:
-            where = ", ".join(f"{k}={v}" for k, v in self.process_labels(i).items())
+            where = ", ".join(f"{k}={v}" for k, v in self.process_labels(q).items())
             return f"{att.absent_reason} for the process running this queue ({where})"
         return None
 
-    def process_labels(self, i: int) -> dict[str, str]:
-        keys = sorted(self.keys_of_queue.get(i, ()))
+    def process_labels(self, q: str) -> dict[str, str]:
+        keys = sorted(self.keys_of_name.get(q, ()))
         out: dict[str, str] = {}
         for j, lb in enumerate(self.plabels):
             vals = sorted({k[j] for k in keys if k[j]})
             if vals:
                 out[lb] = ",".join(vals)
         return out
+
+    @classmethod
+    def for_range(cls, profile: Profile, results: Mapping[str, Any], t: np.ndarray,
+                  step: float, warnings: list[str]) -> _Processes:
+        """The range answers of the process-wide queries, decoded once per range read."""
+        procs = cls(profile, results["topology"].samples)
+        for signal, total_field, sub, class_field, metric in (
+                ("api_calls", "api_calls_per_s", "code", "api_calls_by_class_per_s",
+                 profile.metrics.rest_client_requests),
+                ("throttle_s_per_s", "throttle_s_per_s", None, "",
+                 profile.metrics.rate_limiter_duration)):
+            ss = results[signal].series
+            rows = []
+            for s in ss:
+                row = np.full((1, len(t)), np.nan)
+                _place(row, 0, s, t, step)
+                rows.append((s.labels, row[0]))
+                for kind, n in s.dropped.items():
+                    note = f"{signal}: {n} {kind} point(s) left out"
+                    if note not in warnings:
+                        warnings.append(note)
+            text = procs.note(metric, procs.add(rows, total_field, sub, class_field))
+            if text and text not in warnings:
+                warnings.append(text)
+        return procs
 
 
 class _SnapshotReasons:
@@ -600,8 +629,8 @@ class _SnapshotReasons:
                 f"no {m.reconcile_total} series with {profile.controller_label}={q!r}"
                 if profile.has_controller_metrics
                 else f"{m.reconcile_total} is not read by the {profile.name} profile")
-        need("api_calls_per_s", self.procs.reason(i, self.api))
-        need("throttle_s_per_s", self.procs.reason(i, self.throttle))
+        need("api_calls_per_s", self.procs.reason(q, self.api))
+        need("throttle_s_per_s", self.procs.reason(q, self.throttle))
         need("external_effects_per_s", external_reason)
         littles_reason = ("arrival_rate_per_s × queue_wait_mean_s is 0"
                           if None not in (values.get("depth_mean"),
@@ -627,7 +656,7 @@ class _SnapshotReasons:
         if values.get("api_calls_per_s") is None:
             classes = {}
         fields = {name: values.get(name) for name in _FIELDS}
-        plabels = self.procs.process_labels(i)
+        plabels = self.procs.process_labels(q)
         return QueueSnapshot(
             queue=q,
             labels={profile.queue_label: q, **plabels},
@@ -661,7 +690,7 @@ def _bucket_reason(pairs: Sequence[tuple[float, float]]) -> str:
 
 def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[SignalQuery],
                queues: Sequence[str] | None, t: np.ndarray, step: float, window_s: float,
-               warnings: list[str]) -> RawSignals:
+               procs: _Processes, warnings: list[str]) -> RawSignals:
     """Range answers decoded straight into (queues × times) matrices on the read's grid."""
     ql, cl = profile.queue_label, profile.controller_label
     wanted = set(queues) if queues else None
@@ -683,16 +712,9 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
     order = tuple(sorted(names))
     rows = {q: i for i, q in enumerate(order)}
     shape = (len(order), len(t))
-    t0 = float(t[0]) if len(t) else 0.0
 
     def place(out: np.ndarray, row: int, s: RangeSeries) -> None:
-        n = len(s.t)
-        if n == shape[1] and s.t[0] == t0 and s.t[-1] == t[-1]:
-            out[row] = s.v  # the usual case: a point at every step of the grid
-        elif n:
-            idx = np.rint((s.t - t0) / step).astype(np.int64)
-            ok = (idx >= 0) & (idx < shape[1])
-            out[row, idx[ok]] = s.v[ok]
+        _place(out, row, s, t, step)
 
     direct: dict[str, np.ndarray] = {}
     counts = None
@@ -724,44 +746,30 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
              for signal, prefix in (("queue_wait_buckets", "queue_wait"),
                                     ("work_buckets", "work"))}
 
-    # Per process: one row per answered series, keyed by its process labels.
-    topo = results["topology"].samples
-    procs = _Processes(profile, topo, rows)
-    plabels = profile.process_labels
-    series_out: list[ProcessSeries] = []
-    for signal, total_field, sub, class_field in (
-            ("api_calls", "api_calls_per_s", "code", "api_calls_by_class_per_s"),
-            ("throttle_s_per_s", "throttle_s_per_s", None, "")):
-        ss = results[signal].series
-        if not ss:
-            continue
-        labelled = any(any(s.labels.get(lb) for lb in plabels) for s in ss)
-        if not labelled:
-            note = (f"{signal}: no {'/'.join(plabels)} labels: process-wide totals "
-                    "shown for every queue")
-            if note not in warnings:
-                warnings.append(note)
-        key_of = procs.key if labelled else (lambda _labels: procs._wide_key)
-        vals = np.full((len(ss), len(t)), np.nan)
-        for j, s in enumerate(ss):
-            place(vals, j, s)
-        class_of = None
-        classes: tuple[str, ...] = ()
-        if sub:
-            cls_names = [code_class(s.labels.get(sub, "")) for s in ss]
-            classes = tuple(sorted(set(cls_names)))
-            class_of = np.array([classes.index(c) for c in cls_names], dtype=np.int64)
-        series_out.append(ProcessSeries(
-            process=np.array([procs.process(key_of(s.labels)) for s in ss], dtype=np.int64),
-            values=vals, total_field=total_field, class_of=class_of, classes=classes,
-            class_field=class_field))
     return RawSignals(
         queues=order, t=t, direct=direct, histograms=hists,
         configured_workers=np.array([_nan(profile.configured_workers(q)) for q in order]),
         samples_in_window=counts,
         expected_samples=(window_s / profile.scrape_interval_s
                           if profile.scrape_interval_s else None),
-        processes=procs.count, queue_process=procs.pairs(), process_series=series_out)
+        processes=procs.count, queue_process=procs.pairs(order),
+        process_series=procs.series)
+
+
+def _instant_rows(samples: Sequence[Sample]) -> list[tuple[Mapping[str, str], np.ndarray]]:
+    return [(smp.labels, np.array([math.nan if smp.value is None else smp.value]))
+            for smp in samples]
+
+
+def _place(out: np.ndarray, row: int, s: RangeSeries, t: np.ndarray, step: float) -> None:
+    """One range series into row ``row`` of ``out`` (columns: the read's grid ``t``)."""
+    n = len(s.t)
+    if n and n == len(t) and s.t[0] == t[0] and s.t[-1] == t[-1]:
+        out[row] = s.v  # the usual case: a point at every step of the grid
+    elif n:
+        idx = np.rint((s.t - t[0]) / step).astype(np.int64)
+        ok = (idx >= 0) & (idx < len(t))
+        out[row, idx[ok]] = s.v[ok]
 
 
 def _range_layouts(series: Sequence[RangeSeries], label: str, rows: Mapping[str, int],
