@@ -188,8 +188,9 @@ class PrometheusSource:
             for kind, value in kinds.items():
                 direct.setdefault(f"reconcile_results_per_s.{kind}",
                                   np.full((len(order), 1), np.nan))[rows[q], 0] = value
+        external = [self._external(q, results) for q in order]
         direct["external_effects_per_s"] = np.array(
-            [[self._external(q, results)[0] or math.nan] for q in order]).reshape(-1, 1)
+            [_nan(value) for value, _ in external]).reshape(-1, 1)
         hists = {prefix: _layouts(buckets[signal], rows)
                  for signal, prefix in (("queue_wait_buckets", "queue_wait"),
                                         ("work_buckets", "work"))}
@@ -214,7 +215,7 @@ class PrometheusSource:
         derived = derive(raw)
         reasons = _SnapshotReasons(profile, per_queue, buckets, outcomes, procs, api, throttle,
                                    window_s)
-        queues = [reasons.queue(i, q, derived, self._external(q, results)[1], warnings)
+        queues = [reasons.queue(i, q, derived, external[i][1], warnings)
                   for i, q in enumerate(order)]
         return Snapshot(at=at, window_s=window_s, source=self.name, queues=queues,
                         warnings=tuple(warnings))
