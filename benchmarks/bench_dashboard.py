@@ -10,8 +10,12 @@ Prints measured figures (nothing is asserted):
   range frame into the advisor's per-queue histories, and the advisor over all queues;
 * overview, real browser (``--browser``; needs chromium + chromedriver): time from navigating
   to ``/`` until the table shows its first page of rows with sparklines (the first full render);
-* what-if: :func:`dashboard.pages.whatif.whatif_view` (sweep over 1–64 workers + three figures)
-  and the full Dash HTTP round trip of the sweep callback (``/_dash-update-component``);
+* figures: :func:`dashboard.figures.base_figure` (the empty figure every chart starts from;
+  a plain dict since issue 9, it was a ``go.Figure``) and the what-if figures on their own;
+* what-if: :func:`dashboard.pages.whatif.whatif_view` (sweep over 1–64 workers + three figures),
+  the sweep callback's own Python function (what the server runs for it, without Dash's
+  request handling and JSON) and the full Dash HTTP round trip of the sweep callback
+  (``/_dash-update-component``);
 * queue page: :func:`dashboard.pages.queue.queue_view` for one queue (1 h range).
 """
 
@@ -24,6 +28,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -39,25 +44,40 @@ def _timed(fn: Callable[[], object], repeats: int) -> list[float]:
 
 def _report(label: str, samples: list[float]) -> None:
     ms = sorted(s * 1000 for s in samples)
-    print(f"{label:<58} median {statistics.median(ms):8.1f} ms   min {ms[0]:8.1f} ms   "
-          f"max {ms[-1]:8.1f} ms   (n={len(ms)})")
+    print(f"{label:<58} median {statistics.median(ms):9.3f} ms   min {ms[0]:9.3f} ms   "
+          f"max {ms[-1]:9.3f} ms   (n={len(ms)})")
 
 
-def _sweep_payload(app: object) -> dict[str, object]:
-    """The JSON body Dash's renderer posts for the what-if sweep callback."""
+SWEEP_VALUES: dict[str, object] = {
+    "whatif-arrival": 13.6, "whatif-service": 0.25, "whatif-service-cv2": 1,
+    "whatif-arrival-cv2": 1, "whatif-arrival-mult": 1, "whatif-service-mult": 1,
+    "whatif-contention": "usl", "whatif-sigma": 0.02, "whatif-kappa": 0.001,
+    "whatif-slo": 1, "whatif-slo-q": "p95", "whatif-workers": [1, 64],
+    "whatif-current-workers": 4, "whatif-advisor": 6,
+}
+"""The what-if inputs of the sweep callback timings (c = 1..64, USL contention, SLO 1 s)."""
+
+
+def _sweep_spec(app: object) -> tuple[str, dict[str, Any]]:
     from dash import Dash
 
     assert isinstance(app, Dash)
     key = next(k for k in app.callback_map if "whatif-recommendation.children" in k)
-    spec = app.callback_map[key]
-    values = {
-        "whatif-arrival": 13.6, "whatif-service": 0.25, "whatif-service-cv2": 1,
-        "whatif-arrival-cv2": 1, "whatif-arrival-mult": 1, "whatif-service-mult": 1,
-        "whatif-contention": "usl", "whatif-sigma": 0.02, "whatif-kappa": 0.001,
-        "whatif-slo": 1, "whatif-slo-q": "p95", "whatif-workers": [1, 64],
-        "whatif-current-workers": 4, "whatif-advisor": 6,
-    }
-    inputs = [{"id": i["id"], "property": i["property"], "value": values[i["id"]]}
+    return key, app.callback_map[key]
+
+
+def _sweep_function(app: object) -> Callable[[], object]:
+    """The sweep callback's own Python function, called with :data:`SWEEP_VALUES`."""
+    _, spec = _sweep_spec(app)
+    fn = spec["callback"].__wrapped__  # the function under Dash's request wrapper
+    args = [SWEEP_VALUES[i["id"]] for i in spec["inputs"]]
+    return lambda: fn(*args)
+
+
+def _sweep_payload(app: object) -> dict[str, object]:
+    """The JSON body Dash's renderer posts for the what-if sweep callback."""
+    key, spec = _sweep_spec(app)
+    inputs = [{"id": i["id"], "property": i["property"], "value": SWEEP_VALUES[i["id"]]}
               for i in spec["inputs"]]
     return {"output": key, "outputs": [{"id": o.split(".")[0], "property": o.split(".")[1]}
                                        for o in key.strip(".").split("...") if o],
@@ -90,13 +110,13 @@ def main() -> int:
 
     _report(f"overview callback, cold cache ({args.queues} queues, sparklines, advisor)",
             _timed(overview_cold, args.repeats))
-    from dashboard.advice import advise_data, histories_from_frame
+    from dashboard.advice import advise_data, histories_from_range
 
     now = time.time()
     snap = demo.snapshot(now, 300.0)
     rng = demo.range(now - overview.SPARK_RANGE_S, now, overview.SPARK_STEP_S, None)
-    _report(f"  of which: range frame → {args.queues} advisor histories",
-            _timed(lambda: histories_from_frame(rng.frame), args.repeats))
+    _report(f"  of which: range matrices → {args.queues} advisor histories",
+            _timed(lambda: histories_from_range(rng), args.repeats))
     _report(f"  of which: advisor over {args.queues} queues (histories included)",
             _timed(lambda: advise_data(snap, rng, range_s=overview.SPARK_RANGE_S,
                                        slo_wait_s=1.0), args.repeats))
@@ -106,11 +126,15 @@ def main() -> int:
     _report("overview callback, warm cache (another tab)",
             _timed(lambda: overview.load_overview(ctx), args.repeats))
 
+    from dashboard import figures
+
+    _report("base_figure (one empty figure)",
+            _timed(lambda: figures.base_figure("t?", "x", "y"), args.repeats * 40))
     params = whatif.parse_params(13.6, 0.25, 1, 1, 1, 1, "usl", 0.02, 0.001, 1.0, "p95",
                                  [1, 64])
     whatif.whatif_view(params, 4)
     _report("what-if view (sweep c=1..64 + 3 figures), in process",
-            _timed(lambda: whatif.whatif_view(params, 4), args.repeats * 4))
+            _timed(lambda: whatif.whatif_view(params, 4), args.repeats * 20))
 
     small = DemoSource(seed=0)
     qsrc = CachedSource(small, ttl_s=3600)
@@ -120,6 +144,10 @@ def main() -> int:
                    args.repeats))
 
     app = build_dash_app(CachedSource(demo, ttl_s=3600))
+    sweep = _sweep_function(app)
+    sweep()
+    _report("what-if sweep callback, its Python function (server)",
+            _timed(sweep, args.repeats * 20))
     client = app.server.test_client()
     body = json.dumps(_sweep_payload(app))
 
@@ -130,7 +158,7 @@ def main() -> int:
 
     roundtrip()
     _report("what-if callback, full Dash HTTP round trip (server)",
-            _timed(roundtrip, args.repeats * 4))
+            _timed(roundtrip, args.repeats * 20))
 
     if args.browser:
         _browser(demo, args.repeats)

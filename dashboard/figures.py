@@ -1,6 +1,14 @@
-"""Pure Plotly figure builders for the dashboard: data in, ``go.Figure`` out.
+"""Pure Plotly figure builders for the dashboard: data in, a plain figure dict out.
 
 No I/O, no Dash, no model calls: pages compute with :mod:`models` and hand the numbers here.
+A figure is :data:`Figure`, ``{"data": [trace, ...], "layout": {...}}`` of plain JSON values
+(str, int, float, None, bool, lists and dicts; times as ISO 8601 UTC strings) — what
+``dcc.Graph(figure=...)`` and ``Plotly.newPlot`` take. The builders compose these dicts
+directly instead of building ``plotly.graph_objects.Figure`` objects, whose validation costs
+~20 ms per figure (issue 9); the output is exactly what ``go.Figure(...).to_plotly_json()``
+gave for the same chart (``tests/dashboard/test_figures_plain.py`` checks it against Plotly's
+schema).
+
 Every chart has a title that says what it answers and units on both axes. Text that may carry
 a label value (queue names, label values) goes through :func:`plotly_text`, because Plotly
 renders a subset of HTML (``<b>``, ``<a href>``...) in trace names, hover text and titles.
@@ -9,14 +17,17 @@ renders a subset of HTML (``<b>``, ``<a href>``...) in trace names, hover text a
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import plotly.graph_objects as go
+from typing import Any
 
 from dashboard.signals import Series
+
+Figure = dict[str, Any]
+"""A Plotly figure as plain data: ``{"data": [trace dicts], "layout": {...}}``."""
 
 # Okabe–Ito palette: distinguishable with the common colour-vision deficiencies.
 BLUE = "#0072B2"
@@ -27,7 +38,8 @@ SKY = "#56B4E9"
 PURPLE = "#CC79A7"
 GREY = "#6b7480"
 
-_FONT = {"family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif", "size": 13}
+_FONT_FAMILY = "system-ui, -apple-system, Segoe UI, Roboto, sans-serif"
+_AXIS_LINE = "#9aa3ad"
 
 
 def plotly_text(value: object) -> str:
@@ -35,22 +47,107 @@ def plotly_text(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def base_figure(title: str, x_title: str, y_title: str) -> go.Figure:
+@functools.cache
+def plotly_white_template() -> Mapping[str, Any]:
+    """Plotly's ``plotly_white`` template as plain data (computed once, shared by every
+    figure's ``layout.template``: read it, never change it)."""
+    import plotly.io as pio
+
+    template: dict[str, Any] = pio.templates["plotly_white"].to_plotly_json()
+    return template
+
+
+def base_figure(title: str, x_title: str, y_title: str) -> Figure:
     """An empty figure with the shared look: light card background, titled axes with units."""
-    fig = go.Figure()
-    fig.update_layout(
-        template="plotly_white",
-        title={"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 16}},
-        font=_FONT,
-        margin={"l": 64, "r": 24, "t": 56, "b": 56},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0},
-        hovermode="x unified",
-        paper_bgcolor="#ffffff",
-        plot_bgcolor="#ffffff",
-    )
-    fig.update_xaxes(title_text=x_title, showline=True, linecolor="#9aa3ad", zeroline=False)
-    fig.update_yaxes(title_text=y_title, showline=True, linecolor="#9aa3ad", rangemode="tozero")
-    return fig
+    return {
+        "data": [],
+        "layout": {
+            "template": plotly_white_template(),
+            "title": {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 16}},
+            "font": {"family": _FONT_FAMILY, "size": 13},
+            "margin": {"l": 64, "r": 24, "t": 56, "b": 56},
+            "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right",
+                       "x": 1.0},
+            "hovermode": "x unified",
+            "paper_bgcolor": "#ffffff",
+            "plot_bgcolor": "#ffffff",
+            "xaxis": {"title": {"text": x_title}, "showline": True, "linecolor": _AXIS_LINE,
+                      "zeroline": False},
+            "yaxis": {"title": {"text": y_title}, "showline": True, "linecolor": _AXIS_LINE,
+                      "rangemode": "tozero"},
+        },
+    }
+
+
+# --- plain-dict counterparts of go.Figure's add_vline, add_hline, ... -----------------------
+
+def _shape(fig: Figure, shape: dict[str, Any]) -> None:
+    fig["layout"].setdefault("shapes", []).append(shape)
+
+
+def add_annotation(fig: Figure, annotation: dict[str, Any]) -> None:
+    fig["layout"].setdefault("annotations", []).append(annotation)
+
+
+# where go.Figure.add_vline / add_hline / add_vrect put an annotation_position
+_VLINE_TEXT = {"top right": ("left", "top"), "top": ("center", "bottom"),
+               "top left": ("right", "top")}
+_HLINE_TEXT = {"top left": (0, "left", "bottom"), "top right": (1, "right", "bottom"),
+               "bottom right": (1, "right", "top"), "bottom left": (0, "left", "top")}
+
+
+def add_vline(fig: Figure, x: Any, line: Mapping[str, Any], *, name: str | None = None,
+              text: str | None = None, position: str = "top right",
+              text_color: str | None = None, text_yshift: float | None = None) -> None:
+    """A vertical line across the plot at ``x`` (data coordinates), with an optional
+    annotation ``text`` (escape label values with :func:`plotly_text`)."""
+    shape: dict[str, Any] = {"type": "line", "x0": x, "x1": x, "xref": "x", "y0": 0, "y1": 1,
+                             "yref": "y domain", "line": dict(line)}
+    if name is not None:
+        shape["name"] = name
+    _shape(fig, shape)
+    if text is not None:
+        xanchor, yanchor = _VLINE_TEXT[position]
+        note: dict[str, Any] = {"text": text, "showarrow": False, "x": x, "xanchor": xanchor,
+                                "xref": "x", "y": 1, "yanchor": yanchor, "yref": "y domain"}
+        if text_color is not None:
+            note["font"] = {"color": text_color}
+        if text_yshift is not None:
+            note["yshift"] = text_yshift
+        add_annotation(fig, note)
+
+
+def add_hline(fig: Figure, y: float, line: Mapping[str, Any], *, text: str | None = None,
+              position: str = "top right", text_color: str | None = None) -> None:
+    """A horizontal line across the plot at ``y`` (data coordinates), optionally annotated."""
+    _shape(fig, {"type": "line", "x0": 0, "x1": 1, "xref": "x domain", "y0": y, "y1": y,
+                 "yref": "y", "line": dict(line)})
+    if text is not None:
+        x, xanchor, yanchor = _HLINE_TEXT[position]
+        note: dict[str, Any] = {"text": text, "showarrow": False, "x": x, "xanchor": xanchor,
+                                "xref": "x domain", "y": y, "yanchor": yanchor, "yref": "y"}
+        if text_color is not None:
+            note["font"] = {"color": text_color}
+        add_annotation(fig, note)
+
+
+def add_vrect(fig: Figure, x0: float, x1: float, *, fillcolor: str, opacity: float,
+              text: str | None = None) -> None:
+    """A shaded band from ``x0`` to ``x1`` over the plot's height, its ``text`` top left."""
+    _shape(fig, {"type": "rect", "x0": x0, "x1": x1, "xref": "x", "y0": 0, "y1": 1,
+                 "yref": "y domain", "fillcolor": fillcolor, "opacity": opacity,
+                 "line": {"width": 0}})
+    if text is not None:
+        add_annotation(fig, {"text": text, "showarrow": False, "x": x0, "xanchor": "left",
+                             "xref": "x", "y": 1, "yanchor": "top", "yref": "y domain"})
+
+
+def _scatter(**trace: Any) -> dict[str, Any]:
+    return {"type": "scatter", **trace}
+
+
+def _bar(**trace: Any) -> dict[str, Any]:
+    return {"type": "bar", **trace}
 
 
 def lab_figure(
@@ -60,7 +157,7 @@ def lab_figure(
     predicted_backlog: Sequence[float],
     *,
     clear_time: float | None = None,
-) -> go.Figure:
+) -> Figure:
     """The queue lab: the backlog the lab has stepped through (points, drawn one per Step)
     against the fluid prediction q(t) = max(0, q0 + (λ − μ)·t) (a dashed line).
 
@@ -73,35 +170,29 @@ def lab_figure(
         "time t (lab time units; one Step = 1)",
         "backlog (items)",
     )
-    fig.add_trace(
-        go.Scatter(
+    fig["data"] += [
+        _scatter(
             x=list(predicted_t),
             y=list(predicted_backlog),
             mode="lines",
             name="predicted: max(0, q0 + (λ − μ)·t)",
             line={"color": ORANGE, "width": 2.5, "dash": "dash"},
             hovertemplate="predicted %{y:.4g} items<extra></extra>",
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
+        ),
+        _scatter(
             x=list(steps_t),
             y=list(steps_backlog),
             mode="markers",
             name="lab backlog after each step",
             marker={"size": 10, "color": BLUE, "line": {"color": "#ffffff", "width": 1}},
             hovertemplate="lab %{y:.4g} items<extra></extra>",
-        )
-    )
+        ),
+    ]
     if clear_time is not None and math.isfinite(clear_time):
-        fig.add_vline(
-            x=clear_time,
-            line={"color": GREEN, "width": 1.5, "dash": "dot"},
-            annotation_text=f"clears at t = {format_number(clear_time)}",
-            annotation_position="top right",
-            annotation_font_color=GREEN,
-        )
-    fig.update_xaxes(rangemode="tozero")
+        add_vline(fig, clear_time, {"color": GREEN, "width": 1.5, "dash": "dot"},
+                  text=f"clears at t = {format_number(clear_time)}", position="top right",
+                  text_color=GREEN)
+    fig["layout"]["xaxis"]["rangemode"] = "tozero"
     return fig
 
 
@@ -145,17 +236,29 @@ def series_points(series: Series, step_s: float) -> tuple[list[dt.datetime], lis
     """Plotly x/y lists for ``series``: times as UTC datetimes; a gap longer than 1.5 steps
     (missing samples) gets a ``None`` so the line breaks there instead of bridging it, and a
     non-finite value becomes ``None`` (never plotted, never 0)."""
+    ts, ys = _series_xy(series, step_s)
+    return [_utc(t) for t in ts], ys
+
+
+def series_iso_points(series: Series, step_s: float) -> tuple[list[str], list[float | None]]:
+    """:func:`series_points` with the times as the ISO 8601 strings Plotly sends to the
+    browser for naive UTC datetimes ("2023-11-14T22:13:20")."""
+    ts, ys = _series_xy(series, step_s)
+    return [_iso(t) for t in ts], ys
+
+
+def _series_xy(series: Series, step_s: float) -> tuple[list[float], list[float | None]]:
     ts, vs = series
     _same_length("series", ts, vs)
-    xs: list[dt.datetime] = []
+    xs: list[float] = []
     ys: list[float | None] = []
     prev: float | None = None
     for t, v in sorted(zip(ts, vs, strict=True), key=lambda p: p[0]):
         t = float(t)
         if prev is not None and t - prev > 1.5 * step_s:
-            xs.append(_utc(prev + step_s))
+            xs.append(prev + step_s)
             ys.append(None)
-        xs.append(_utc(t))
+        xs.append(t)
         value = float(v)
         ys.append(value if math.isfinite(value) else None)
         prev = t
@@ -167,13 +270,21 @@ def _utc(unix_s: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(unix_s, tz=dt.UTC).replace(tzinfo=None)
 
 
-def no_data_figure(title: str, message: str = "no data") -> go.Figure:
+@functools.lru_cache(maxsize=16384)
+def _iso(unix_s: float) -> str:
+    """The naive UTC datetime of ``unix_s`` as Plotly's JSON encoder writes it (memoised: the
+    charts of one range share their times)."""
+    return _utc(unix_s).isoformat()
+
+
+def no_data_figure(title: str, message: str = "no data") -> Figure:
     """A titled empty chart that says why it is empty (instead of an axis of zeros)."""
     fig = base_figure(title, "", "")
-    fig.add_annotation(text=plotly_text(message), x=0.5, y=0.5, xref="paper", yref="paper",
-                       showarrow=False, font={"size": 15, "color": GREY})
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
+    add_annotation(fig, {"text": plotly_text(message), "x": 0.5, "y": 0.5, "xref": "paper",
+                         "yref": "paper", "showarrow": False,
+                         "font": {"size": 15, "color": GREY}})
+    fig["layout"]["xaxis"]["visible"] = False
+    fig["layout"]["yaxis"]["visible"] = False
     return fig
 
 
@@ -185,7 +296,7 @@ def time_series_figure(
     *,
     log_y: bool = False,
     now: float | None = None,
-) -> go.Figure:
+) -> Figure:
     """Lines over UTC time. Lines without points are left out; no line at all → "no data".
 
     ``now`` (unix s) draws a thin vertical "now" marker (useful with projections)."""
@@ -194,24 +305,27 @@ def time_series_figure(
         return no_data_figure(title, "no data for this range")
     fig = base_figure(title, "time (UTC)", y_title)
     for line in drawn:
-        xs, ys = series_points(line.series, step_s)
-        fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="lines", name=plotly_text(line.name), connectgaps=False,
+        xs, ys = series_iso_points(line.series, step_s)
+        name = plotly_text(line.name)
+        trace = _scatter(
+            x=xs, y=ys, mode="lines", name=name, connectgaps=False,
             line={"color": line.color, "width": line.width, "dash": line.dash},
-            fill="tozeroy" if line.fill else None,
-            hovertemplate="%{y:.4g}<extra>" + plotly_text(line.name) + "</extra>",
-        ))
+            hovertemplate="%{y:.4g}<extra>" + name + "</extra>",
+        )
+        if line.fill:
+            trace["fill"] = "tozeroy"
+        fig["data"].append(trace)
     _legend_below(fig)
     if log_y:
-        fig.update_yaxes(type="log", rangemode="normal")
+        fig["layout"]["yaxis"].update(type="log", rangemode="normal")
     if now is not None:
-        fig.add_vline(x=_utc(now), line={"color": GREY, "width": 1, "dash": "dot"})
+        add_vline(fig, _iso(now), {"color": GREY, "width": 1, "dash": "dot"})
     return fig
 
 
 def depth_figure(
     depth: Series, step_s: float, projection: Series | None = None, now: float | None = None
-) -> go.Figure:
+) -> Figure:
     """Queue depth (items) with the fluid projection of the backlog from now (dashed)."""
     lines = [Line("depth (items waiting)", depth, BLUE, fill=True)]
     if projection is not None and len(projection[0]) > 0:
@@ -223,7 +337,7 @@ def depth_figure(
 
 def rates_figure(
     arrival: Series, throughput: Series, capacity: Series, step_s: float
-) -> go.Figure:
+) -> Figure:
     """Arrival rate vs throughput vs capacity c·μ on one chart (items/s)."""
     return time_series_figure(
         "Is work arriving faster than it can be done?",
@@ -237,7 +351,7 @@ def rates_figure(
 
 def durations_figure(
     queue_wait: Mapping[str, Series], work: Mapping[str, Series], step_s: float
-) -> go.Figure:
+) -> Figure:
     """Queue wait and work duration quantiles (seconds, log scale); keys like 'p95'."""
     shades = {"p50": 1.2, "p95": 2.2, "p99": 1.2}
     dashes = {"p50": "dot", "p95": "solid", "p99": "dash"}
@@ -249,7 +363,7 @@ def durations_figure(
                               "duration (s, log scale)", lines, step_s, log_y=True)
 
 
-def workers_figure(busy: Series, workers: Series, step_s: float) -> go.Figure:
+def workers_figure(busy: Series, workers: Series, step_s: float) -> Figure:
     """Time-average busy workers vs the worker count c."""
     return time_series_figure(
         "Are the workers saturated?", "workers",
@@ -259,7 +373,7 @@ def workers_figure(busy: Series, workers: Series, step_s: float) -> go.Figure:
     )
 
 
-def retries_errors_figure(retries: Series, errors: Series, step_s: float) -> go.Figure:
+def retries_errors_figure(retries: Series, errors: Series, step_s: float) -> Figure:
     """Retries (delayed re-adds) and reconcile errors per second."""
     return time_series_figure(
         "Are reconciles failing and retrying?", "events per second (1/s)",
@@ -272,7 +386,7 @@ def retries_errors_figure(retries: Series, errors: Series, step_s: float) -> go.
 API_CLASS_COLORS = {"2xx": GREEN, "4xx": PURPLE, "409": ORANGE, "429": VERMILLION, "5xx": GREY}
 
 
-def api_calls_figure(by_class: Mapping[str, Series], step_s: float) -> go.Figure:
+def api_calls_figure(by_class: Mapping[str, Series], step_s: float) -> Figure:
     """Kubernetes API requests per second of the process, by response code class."""
     lines = [Line(f"{cls} responses", s, API_CLASS_COLORS.get(cls, SKY))
              for cls, s in by_class.items()]
@@ -280,7 +394,7 @@ def api_calls_figure(by_class: Mapping[str, Series], step_s: float) -> go.Figure
                               "API requests per second (1/s)", lines, step_s)
 
 
-def effects_figure(effects_per_reconcile: Series, step_s: float) -> go.Figure:
+def effects_figure(effects_per_reconcile: Series, step_s: float) -> Figure:
     """External effects (writes to outside systems) per completed reconcile."""
     return time_series_figure(
         "How many external effects does each reconcile cause?",
@@ -307,30 +421,33 @@ def whatif_wait_figure(
     *,
     slo_s: float | None = None,
     recommended: int | None = None,
-) -> go.Figure:
+) -> Figure:
     """Mean and p95 wait (left axis, seconds) and utilization (right axis, %) per worker
     count. Unstable worker counts have no wait (None): the line stops there."""
     fig = base_figure("How long will items wait with c workers?", "workers c",
                       "wait in queue (s)")
     xs = list(workers)
-    fig.add_trace(go.Scatter(x=xs, y=_none_if_nonfinite(wait_mean_s), name="mean wait",
-                             mode="lines+markers", line={"color": BLUE, "width": 2.5},
-                             hovertemplate="mean %{y:.4g} s<extra></extra>"))
-    fig.add_trace(go.Scatter(x=xs, y=_none_if_nonfinite(wait_p95_s), name="p95 wait",
-                             mode="lines+markers", line={"color": VERMILLION, "width": 2},
-                             hovertemplate="p95 %{y:.4g} s<extra></extra>"))
-    fig.add_trace(go.Scatter(x=xs, y=[100.0 * u for u in utilization],
-                             name="utilization (right axis)", yaxis="y2", mode="lines",
-                             line={"color": GREY, "dash": "dot"},
-                             hovertemplate="utilization %{y:.1f}%<extra></extra>"))
-    fig.update_layout(yaxis2={"title": {"text": "utilization λ/(c·μ) (%)"}, "overlaying": "y",
-                              "side": "right", "rangemode": "tozero", "showgrid": False})
+    fig["data"] += [
+        _scatter(x=xs, y=_none_if_nonfinite(wait_mean_s), name="mean wait",
+                 mode="lines+markers", line={"color": BLUE, "width": 2.5},
+                 hovertemplate="mean %{y:.4g} s<extra></extra>"),
+        _scatter(x=xs, y=_none_if_nonfinite(wait_p95_s), name="p95 wait",
+                 mode="lines+markers", line={"color": VERMILLION, "width": 2},
+                 hovertemplate="p95 %{y:.4g} s<extra></extra>"),
+        _scatter(x=xs, y=[100.0 * u for u in utilization],
+                 name="utilization (right axis)", yaxis="y2", mode="lines",
+                 line={"color": GREY, "dash": "dot"},
+                 hovertemplate="utilization %{y:.1f}%<extra></extra>"),
+    ]
+    layout = fig["layout"]
+    layout["yaxis2"] = {"title": {"text": "utilization λ/(c·μ) (%)"}, "overlaying": "y",
+                        "side": "right", "rangemode": "tozero", "showgrid": False}
     _legend_below(fig)
-    fig.update_layout(margin={"r": 72})
+    layout["margin"]["r"] = 72
     if slo_s is not None:
-        fig.add_hline(y=slo_s, line={"color": GREEN, "dash": "dash"},
-                      annotation_text=f"SLO {format_number(slo_s, 4)} s",
-                      annotation_position="top left", annotation_font_color=GREEN)
+        add_hline(fig, slo_s, {"color": GREEN, "dash": "dash"},
+                  text=f"SLO {format_number(slo_s, 4)} s", position="top left",
+                  text_color=GREEN)
     _mark_recommended(fig, recommended)
     return fig
 
@@ -342,20 +459,20 @@ def whatif_slo_figure(
     slo_s: float,
     target: float | None = None,
     recommended: int | None = None,
-) -> go.Figure:
+) -> Figure:
     """P(wait > SLO) per worker count (0–1); ``target`` (e.g. 0.05 for a p95 SLO) dashed."""
     fig = base_figure(f"How likely is a wait over the SLO ({format_number(slo_s, 4)} s)?",
                       "workers c", "P(wait > SLO) (probability)")
-    fig.add_trace(go.Scatter(x=list(workers), y=_none_if_nonfinite(p_over_slo),
-                             name="P(wait > SLO)", mode="lines+markers",
-                             line={"color": VERMILLION, "width": 2.5},
-                             hovertemplate="P = %{y:.3g}<extra></extra>"))
+    fig["data"].append(_scatter(x=list(workers), y=_none_if_nonfinite(p_over_slo),
+                                name="P(wait > SLO)", mode="lines+markers",
+                                line={"color": VERMILLION, "width": 2.5},
+                                hovertemplate="P = %{y:.3g}<extra></extra>"))
     _legend_below(fig)
-    fig.update_yaxes(range=[0, 1.02])
+    fig["layout"]["yaxis"]["range"] = [0, 1.02]
     if target is not None:
-        fig.add_hline(y=target, line={"color": GREEN, "dash": "dash"},
-                      annotation_text=f"target ≤ {format_number(target, 4)}",
-                      annotation_position="top right", annotation_font_color=GREEN)
+        add_hline(fig, target, {"color": GREEN, "dash": "dash"},
+                  text=f"target ≤ {format_number(target, 4)}", position="top right",
+                  text_color=GREEN)
     _mark_recommended(fig, recommended)
     return fig
 
@@ -368,47 +485,46 @@ def whatif_throughput_figure(
     *,
     contention: bool,
     recommended: int | None = None,
-) -> go.Figure:
+) -> Figure:
     """Capacity c·μ_c (USL contention when given) and the throughput the queue would reach,
     against the arrival rate λ (items/s)."""
     title = ("Does adding workers add throughput (with contention)?" if contention
              else "Does adding workers add throughput? (no contention assumed)")
     fig = base_figure(title, "workers c", "items per second (1/s)")
     xs = list(workers)
-    fig.add_trace(go.Scatter(x=xs, y=list(capacity_per_s), name="capacity c·μ_c",
-                             mode="lines+markers", line={"color": GREEN, "width": 2.5},
-                             hovertemplate="capacity %{y:.4g}/s<extra></extra>"))
-    fig.add_trace(go.Scatter(x=xs, y=list(throughput_per_s), name="throughput",
-                             mode="lines", line={"color": BLUE, "width": 2},
-                             hovertemplate="throughput %{y:.4g}/s<extra></extra>"))
+    fig["data"] += [
+        _scatter(x=xs, y=list(capacity_per_s), name="capacity c·μ_c",
+                 mode="lines+markers", line={"color": GREEN, "width": 2.5},
+                 hovertemplate="capacity %{y:.4g}/s<extra></extra>"),
+        _scatter(x=xs, y=list(throughput_per_s), name="throughput",
+                 mode="lines", line={"color": BLUE, "width": 2},
+                 hovertemplate="throughput %{y:.4g}/s<extra></extra>"),
+    ]
     _legend_below(fig)
-    fig.add_hline(y=arrival_rate_per_s, line={"color": ORANGE, "dash": "dash"},
-                  annotation_text=f"arrivals λ = {format_number(arrival_rate_per_s)}/s",
-                  annotation_position="bottom right", annotation_font_color=ORANGE)
+    add_hline(fig, arrival_rate_per_s, {"color": ORANGE, "dash": "dash"},
+              text=f"arrivals λ = {format_number(arrival_rate_per_s)}/s",
+              position="bottom right", text_color=ORANGE)
     _mark_recommended(fig, recommended)
     return fig
 
 
-def _mark_recommended(fig: go.Figure, recommended: int | None) -> None:
+def _mark_recommended(fig: Figure, recommended: int | None) -> None:
     if recommended is not None:
-        fig.add_vline(x=recommended, line={"color": GREEN, "width": 1.5, "dash": "dot"},
-                      annotation_text=f"recommended c = {recommended}",
-                      annotation_position="top", annotation_font_color=GREEN)
+        add_vline(fig, recommended, {"color": GREEN, "width": 1.5, "dash": "dot"},
+                  text=f"recommended c = {recommended}", position="top", text_color=GREEN)
 
 
 ADVISOR_MARK_NAME = "advisor"
 """``name`` of the vertical line :func:`mark_advisor` draws (tests look it up by name)."""
 
 
-def mark_advisor(fig: go.Figure, workers: int | None, label: str = "advisor") -> None:
+def mark_advisor(fig: Figure, workers: int | None, label: str = "advisor") -> None:
     """A dashed vertical line at the advisor's recommended worker count (measured demand),
     beside the sweep's own (dotted, green) recommendation for the typed inputs."""
     if workers is not None:
-        fig.add_vline(x=workers, name=ADVISOR_MARK_NAME,
-                      line={"color": PURPLE, "width": 2.5, "dash": "dash"},
-                      annotation_text=f"{plotly_text(label)} c = {workers}",
-                      annotation_position="top right", annotation_yshift=-18,
-                      annotation_font_color="#8a3d6b")
+        add_vline(fig, workers, {"color": PURPLE, "width": 2.5, "dash": "dash"},
+                  name=ADVISOR_MARK_NAME, text=f"{plotly_text(label)} c = {workers}",
+                  position="top right", text_yshift=-18, text_color="#8a3d6b")
 
 
 # --- sparkline --------------------------------------------------------------------------------
@@ -475,7 +591,7 @@ def key_membership_figure(
     step_labels: Sequence[str],
     *,
     current_step: int,
-) -> go.Figure:
+) -> Figure:
     """Where each key is after each trace step: one row per key, one column per step.
 
     ``points`` are ``(step, key, status, also_delayed, hover)`` with ``status`` from
@@ -498,8 +614,8 @@ def key_membership_figure(
         if not mine:
             continue
         color, symbol = _KEY_STYLE[status]
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            _scatter(
                 x=[p[0] for p in mine],
                 y=[plotly_text(p[1]) for p in mine],
                 mode="markers",
@@ -519,25 +635,26 @@ def key_membership_figure(
         )
     n = len(step_labels)
     short = n <= 16
-    fig.update_xaxes(
+    layout = fig["layout"]
+    layout["xaxis"].update(
         range=[-0.5, max(n - 1, 1) + 0.5],
         tickvals=list(range(n)),
         ticktext=[plotly_text(label) if short else str(i) for i, label in enumerate(step_labels)],
         tickangle=-35 if short else 0,
         zeroline=False,
     )
-    fig.update_yaxes(
+    layout["yaxis"].update(
         type="category",
         categoryorder="array",
         categoryarray=[plotly_text(k) for k in keys],
         autorange="reversed",
         rangemode="normal",
     )
-    fig.add_vline(x=current_step, line={"color": GREY, "width": 1.5, "dash": "dot"})
-    fig.update_layout(hovermode="closest", showlegend=True,
-                      legend={"orientation": "h", "y": -0.35, "yanchor": "top", "x": 0,
-                              "xanchor": "left"},
-                      margin={"l": 64, "r": 24, "t": 56, "b": 120})
+    add_vline(fig, current_step, {"color": GREY, "width": 1.5, "dash": "dot"})
+    layout.update(hovermode="closest", showlegend=True,
+                  legend={"orientation": "h", "y": -0.35, "yanchor": "top", "x": 0,
+                          "xanchor": "left"},
+                  margin={"l": 64, "r": 24, "t": 56, "b": 120})
     return fig
 
 
@@ -548,7 +665,7 @@ def retry_rate_figure(
     outage_s: float,
     dependency_limit_per_s: float | None = None,
     highlight: str | None = None,
-) -> go.Figure:
+) -> Figure:
     """Retry requests per second the dependency sees over time, one line per policy variant.
 
     ``t_s`` are bin starts (s since the outage began); the outage is shaded; the dependency's
@@ -565,8 +682,8 @@ def retry_rate_figure(
     for i, (name, rates) in enumerate(series):
         _same_length(name, t_s, rates)
         chosen = name == highlight
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            _scatter(
                 x=list(t_s),
                 # empty bins are gaps (a log axis has no zero), isolated spikes stay visible
                 y=[r if r > 0 and math.isfinite(r) else None for r in rates],
@@ -581,12 +698,11 @@ def retry_rate_figure(
             )
         )
     if math.isfinite(outage_s) and outage_s > 0:
-        fig.add_vrect(x0=0, x1=outage_s, fillcolor=VERMILLION, opacity=0.08, line_width=0,
-                      annotation_text="dependency down", annotation_position="top left")
+        add_vrect(fig, 0, outage_s, fillcolor=VERMILLION, opacity=0.08, text="dependency down")
     if (dependency_limit_per_s is not None and math.isfinite(dependency_limit_per_s)
             and dependency_limit_per_s > 0 and len(t_s)):
         # a trace, not add_hline: annotations on a log axis take log10 coordinates
-        fig.add_trace(go.Scatter(
+        fig["data"].append(_scatter(
             x=[min(t_s), max(t_s)],
             y=[dependency_limit_per_s] * 2,
             mode="lines",
@@ -594,8 +710,8 @@ def retry_rate_figure(
             line={"color": VERMILLION, "width": 1.5, "dash": "dash"},
             hoverinfo="skip",
         ))
-    fig.update_xaxes(rangemode="tozero")
-    fig.update_yaxes(type="log", rangemode="normal", dtick=1)
+    fig["layout"]["xaxis"]["rangemode"] = "tozero"
+    fig["layout"]["yaxis"].update(type="log", rangemode="normal", dtick=1)
     _legend_below(fig)
     return fig
 
@@ -605,7 +721,7 @@ def retry_lag_figure(
     p50_s: Sequence[float | None],
     p99_s: Sequence[float | None],
     max_s: Sequence[float | None],
-) -> go.Figure:
+) -> Figure:
     """Time from the dependency's recovery until each key's next attempt, per variant:
     median, p99 and the last key (grouped bars; a missing value is left out, not zero)."""
     for what, values in (("p50", p50_s), ("p99", p99_s), ("max", max_s)):
@@ -619,16 +735,16 @@ def retry_lag_figure(
     names = [plotly_text(v) for v in variants]
     for label, values, color in (("median key", p50_s, SKY), ("p99 key", p99_s, BLUE),
                                  ("last key", max_s, VERMILLION)):
-        fig.add_trace(
-            go.Bar(
+        fig["data"].append(
+            _bar(
                 x=names,
                 y=_none_if_nonfinite(values),
                 name=label,
-                marker_color=color,
+                marker={"color": color},
                 hovertemplate=label + ": %{y:.4g} s<extra></extra>",
             )
         )
-    fig.update_layout(barmode="group", hovermode="closest")
+    fig["layout"].update(barmode="group", hovermode="closest")
     return fig
 
 
@@ -638,7 +754,7 @@ def backoff_penalty_figure(
     marks: Sequence[tuple[str, int, float]],
     *,
     base_s: float,
-) -> go.Figure:
+) -> Figure:
     """The per-key backoff schedule min(cap, base·2^n) against the failure count n, with a
     marker where each variant's median key was left by the storm: without Forget its next,
     unrelated failure waits that long instead of ``base_s`` (log-scale delay axis)."""
@@ -648,8 +764,8 @@ def backoff_penalty_figure(
         "failures remembered for the key (count n)",
         "retry delay (s, log scale)",
     )
-    fig.add_trace(
-        go.Scatter(
+    fig["data"].append(
+        _scatter(
             x=list(failures),
             y=list(delay_s),
             mode="lines+markers",
@@ -661,8 +777,8 @@ def backoff_penalty_figure(
     )
     colors = (ORANGE, BLUE, GREEN, PURPLE, VERMILLION, SKY)
     for i, (name, n, delay) in enumerate(marks):
-        fig.add_trace(
-            go.Scatter(
+        fig["data"].append(
+            _scatter(
                 x=[n],
                 y=[delay],
                 mode="markers",
@@ -673,7 +789,7 @@ def backoff_penalty_figure(
             )
         )
     if math.isfinite(base_s) and base_s > 0 and len(failures):
-        fig.add_trace(go.Scatter(
+        fig["data"].append(_scatter(
             x=[min(failures), max(failures)],
             y=[base_s, base_s],
             mode="lines",
@@ -681,8 +797,8 @@ def backoff_penalty_figure(
             line={"color": GREEN, "width": 1.5, "dash": "dot"},
             hoverinfo="skip",
         ))
-    fig.update_yaxes(type="log", rangemode="normal", dtick=1)
-    fig.update_layout(hovermode="closest")
+    fig["layout"]["yaxis"].update(type="log", rangemode="normal", dtick=1)
+    fig["layout"]["hovermode"] = "closest"
     _legend_below(fig)
     return fig
 
@@ -698,7 +814,7 @@ def healthy_wait_figure(
     *,
     baseline_mean_s: float | None,
     baseline_p99_s: float | None,
-) -> go.Figure:
+) -> Figure:
     """Queue wait of healthy keys that share the workers with the storm, per variant (mean and
     p99 bars), after a first pair of bars for the same traffic without the storm; log-scale
     wait."""
@@ -715,26 +831,26 @@ def healthy_wait_figure(
     )
     names = [plotly_text(v) for v in variants]
     for label, values, color in (("mean wait", mean_s, BLUE), ("p99 wait", p99_s, VERMILLION)):
-        fig.add_trace(
-            go.Bar(
+        fig["data"].append(
+            _bar(
                 x=names,
                 y=_none_if_nonfinite(values),
                 name=label,
-                marker_color=color,
+                marker={"color": color},
                 hovertemplate=label + ": %{y:.4g} s<extra></extra>",
             )
         )
-    fig.update_yaxes(type="log", rangemode="normal", dtick=1)
-    fig.update_layout(barmode="group", hovermode="closest")
+    fig["layout"]["yaxis"].update(type="log", rangemode="normal", dtick=1)
+    fig["layout"].update(barmode="group", hovermode="closest")
     _legend_below(fig)
     return fig
 
 
-def _legend_below(fig: go.Figure) -> None:
+def _legend_below(fig: Figure) -> None:
     """Long legends go under the plot, where they cannot cover the title."""
-    fig.update_layout(legend={"orientation": "h", "y": -0.22, "yanchor": "top", "x": 0,
-                              "xanchor": "left"},
-                      margin={"l": 64, "r": 24, "t": 56, "b": 110})
+    fig["layout"].update(legend={"orientation": "h", "y": -0.22, "yanchor": "top", "x": 0,
+                                 "xanchor": "left"},
+                         margin={"l": 64, "r": 24, "t": 56, "b": 110})
 
 
 def sim_compare_figure(
@@ -743,15 +859,17 @@ def sim_compare_figure(
     formula: Sequence[float | None],
     *,
     workers: int,
-) -> go.Figure:
+) -> Figure:
     """Grouped bars: simulated vs formula value of each wait statistic (seconds)."""
     if not (len(labels) == len(simulated) == len(formula)):
         raise ValueError("labels, simulated and formula must have the same length.")
     fig = base_figure(f"Does the simulator agree with the formula at c = {workers}?",
                       "wait statistic", "wait in queue (s)")
-    fig.add_trace(go.Bar(x=list(labels), y=_none_if_nonfinite(simulated), name="simulated",
-                         marker_color=BLUE, hovertemplate="simulated %{y:.4g} s<extra></extra>"))
-    fig.add_trace(go.Bar(x=list(labels), y=_none_if_nonfinite(formula), name="formula",
-                         marker_color=ORANGE, hovertemplate="formula %{y:.4g} s<extra></extra>"))
-    fig.update_layout(barmode="group", hovermode="closest")
+    fig["data"] += [
+        _bar(x=list(labels), y=_none_if_nonfinite(simulated), name="simulated",
+             marker={"color": BLUE}, hovertemplate="simulated %{y:.4g} s<extra></extra>"),
+        _bar(x=list(labels), y=_none_if_nonfinite(formula), name="formula",
+             marker={"color": ORANGE}, hovertemplate="formula %{y:.4g} s<extra></extra>"),
+    ]
+    fig["layout"].update(barmode="group", hovermode="closest")
     return fig

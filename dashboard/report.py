@@ -10,8 +10,13 @@ source's ``name``, which never carries credentials).
 Renderers (pure, no I/O):
 
 * :func:`render_html` — one self-contained page: plotly.js inlined exactly once in a single
-  ``<script>``, every figure with ``include_plotlyjs=False``; no external URL, so it opens
-  offline. Every label value goes through :func:`html.escape`.
+  ``<script>``; the charts' data embedded once, as one JSON document in a
+  ``<script type="application/json">`` (every ``<``, ``>`` and ``&`` in it written as a
+  ``\\u00XX`` escape, so no label value can end the script or open a comment), and a small
+  inline script that draws a queue's charts when they scroll into view (IntersectionObserver;
+  all of them before printing). No external URL, so it opens offline. Every label value goes
+  through :func:`html.escape` in the page and :func:`dashboard.figures.plotly_text` in the
+  charts.
 * :func:`render_markdown` — for pull requests and tickets; label values are escaped for
   Markdown and inline HTML (:func:`md_text`), pipes included.
 * :func:`render_json` — ``{"schema_version": 1, ...}``; a number that does not exist is
@@ -270,15 +275,15 @@ def _sweep(q: QueueSnapshot, slo_s: float, slo_quantile: float,
 
 def _series_of(range_data: RangeData | None) -> dict[str, dict[str, Series]]:
     """{queue: {signal: (t, v)}} of the signals the charts need."""
-    if range_data is None or len(range_data.frame) == 0:
+    if range_data is None:
         return {}
     wanted = ("arrival_rate_per_s", "throughput_per_s", "workers", "service_mean_s")
-    frame = range_data.frame
-    frame = frame[frame["signal"].isin(wanted)].sort_values("t")
     out: dict[str, dict[str, Series]] = {}
-    for (queue, signal), g in frame.groupby(["queue", "signal"], sort=False):
-        out.setdefault(str(queue), {})[str(signal)] = (
-            g["t"].astype(float).tolist(), g["value"].astype(float).tolist())
+    for queue in range_data.queues:
+        for signal in wanted:
+            t, v = range_data.series(queue, signal)
+            if len(t):
+                out.setdefault(queue, {})[signal] = (t.tolist(), v.tolist())
     return out
 
 
@@ -581,6 +586,7 @@ text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:ta
 .verdict.critical{border-color:#D55E00}.verdict.warning{border-color:#E69F00}
 .verdict.info{border-color:#0072B2}.verdict.ok{border-color:#009E73}
 .charts{display:grid;grid-template-columns:1fr 1fr;gap:.8rem}
+section.card[id^="queue-"]{content-visibility:auto;contain-intrinsic-size:auto 1100px}
 .note{color:#52606d;font-size:.85rem}code{font-size:.85rem}
 details summary{cursor:pointer;color:#0072B2}
 """
@@ -602,7 +608,7 @@ def _kv_table(items: Mapping[str, Any], head: tuple[str, str]) -> str:
             f"<tbody>{rows}</tbody></table>")
 
 
-def queue_figures(q: QueueReport, report: Report) -> list[Any]:
+def queue_figures(q: QueueReport, report: Report) -> list[dict[str, Any]]:
     """The queue's two charts: demand vs capacity over the range, wait vs workers."""
     from dashboard import figures as fg
 
@@ -625,11 +631,123 @@ def queue_figures(q: QueueReport, report: Report) -> list[Any]:
     return charts
 
 
-def _figure_html(fig: Any, div_id: str) -> str:
-    text: str = fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
-                            config={"displaylogo": False, "responsive": True},
-                            default_height="380px")
-    return text
+CHART_DATA_ID = "ql-report-charts"
+"""``id`` of the ``<script type="application/json">`` that holds every chart of the report."""
+
+CHART_CLASS = "ql-chart"
+"""``class`` of a chart's placeholder ``<div>`` (its ``id`` is the chart's key in the data)."""
+
+CHART_HEIGHT = "380px"
+
+SHARED_X = "ql_shared_x"
+"""Key of a trace in the report's chart data whose ``x`` is ``arrays[value]`` (the charts of
+one report share their time axis: it is stored once, not once per trace)."""
+
+_PLOT_CONFIG: Mapping[str, Any] = {"displaylogo": False, "responsive": True}
+
+# Draws a chart when its placeholder comes near the viewport (or, without
+# IntersectionObserver, at once); every remaining chart before printing. Each chart's data is
+# dropped once drawn.
+_DRAW_JS = """(function () {
+  "use strict";
+  var spec = JSON.parse(document.getElementById("__DATA_ID__").textContent);
+  var charts = Array.prototype.slice.call(document.querySelectorAll(".__CHART_CLASS__"));
+  function draw(el) {
+    var fig = spec.charts[el.id];
+    if (!fig) { return; }
+    delete spec.charts[el.id];
+    fig.data.forEach(function (trace) {
+      if ("__SHARED_X__" in trace) {
+        trace.x = spec.arrays[trace["__SHARED_X__"]].slice();
+        delete trace["__SHARED_X__"];
+      }
+    });
+    var layout = Object.assign({template: spec.template}, fig.layout);
+    Plotly.newPlot(el, fig.data, layout, spec.config);
+  }
+  function drawSafely(el) {
+    try { draw(el); } catch (err) { console.error("queuelens: chart " + el.id, err); }
+  }
+  if ("IntersectionObserver" in window) {
+    var seen = new IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) {
+        if (entry.isIntersecting) { seen.unobserve(entry.target); drawSafely(entry.target); }
+      });
+    }, {rootMargin: "400px 0px"});
+    charts.forEach(function (el) { seen.observe(el); });
+  } else {
+    charts.forEach(drawSafely);
+  }
+  window.addEventListener("beforeprint", function () { charts.forEach(drawSafely); });
+})();"""
+for _token, _value in (("__DATA_ID__", CHART_DATA_ID), ("__CHART_CLASS__", CHART_CLASS),
+                       ("__SHARED_X__", SHARED_X)):
+    _DRAW_JS = _DRAW_JS.replace(_token, _value)
+
+_SCRIPT_UNSAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                                "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON that is inert inside ``<script type="application/json">``: ``<``,
+    ``>`` and ``&`` (and U+2028/U+2029) only ever occur inside JSON strings, where they are
+    written as ``\\u00XX`` escapes — so ``</script>`` or ``<!--`` in a label value cannot end
+    the element or change how the HTML parser reads it; ``JSON.parse`` gives the text back.
+    NaN and infinities become ``null``."""
+    try:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"),
+                          default=_json_scalar)
+    except ValueError:  # a NaN or infinity somewhere: the slow path replaces them
+        text = json.dumps(jsonable(value), allow_nan=False, ensure_ascii=False,
+                          separators=(",", ":"), default=_json_scalar)
+    return text.translate(_SCRIPT_UNSAFE)
+
+
+def _json_scalar(value: Any) -> Any:
+    """numpy scalars and arrays (anything with ``.tolist()``) as Python numbers and lists."""
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_SHARE_MIN = 8  # shorter x arrays are cheaper inline than as a reference
+
+
+class ChartData:
+    """The charts of a report as one JSON document: ``{"template", "config", "arrays",
+    "charts": {placeholder id: {"data", "layout"}}}`` — each figure without its
+    ``layout.template`` (carried once) and every long ``x`` array stored once in ``arrays``
+    (a trace refers to it by :data:`SHARED_X`)."""
+
+    def __init__(self) -> None:
+        self.charts: dict[str, dict[str, Any]] = {}
+        self.arrays: list[list[Any]] = []
+        self._index: dict[tuple[Any, ...], int] = {}
+
+    def add(self, chart_id: str, figure: Mapping[str, Any]) -> None:
+        layout = {k: v for k, v in figure["layout"].items() if k != "template"}
+        self.charts[chart_id] = {"data": [self._shared(t) for t in figure["data"]],
+                                 "layout": layout}
+
+    def _shared(self, trace: Mapping[str, Any]) -> Mapping[str, Any]:
+        xs = trace.get("x")
+        if not isinstance(xs, list) or len(xs) < _SHARE_MIN:
+            return trace
+        try:
+            key = tuple(xs)
+            index = self._index.setdefault(key, len(self.arrays))
+        except TypeError:  # unhashable values: keep them inline
+            return trace
+        if index == len(self.arrays):
+            self.arrays.append(xs)
+        return {**{k: v for k, v in trace.items() if k != "x"}, SHARED_X: index}
+
+    def document(self) -> dict[str, Any]:
+        from dashboard.figures import plotly_white_template
+
+        return {"template": plotly_white_template(), "config": dict(_PLOT_CONFIG),
+                "arrays": self.arrays, "charts": self.charts}
 
 
 def _plotlyjs() -> str:
@@ -656,6 +774,7 @@ def render_html(report: Report, progress: Progress | None = None) -> str:
                 r.arrival_rate_per_s, r.capacity_per_s, r.queue_wait_p95_s, r.depth_current))
             + "</tr>")
     sections = []
+    charts = ChartData()
     for i, q in enumerate(report.queues):
         step(f"rendering {q.row.queue}", i, total)
         verdicts = []
@@ -671,9 +790,13 @@ def render_html(report: Report, progress: Progress | None = None) -> str:
                              + _kv_table(v.evidence, ("evidence", "value")) + "</details>")
             parts.append("</div>")
             verdicts.append("".join(parts))
-        figs = queue_figures(q, report)
-        charts = "".join(f"<div>{_figure_html(f, f'queue-{i}-chart-{j}')}</div>"
-                         for j, f in enumerate(figs))
+        placeholders = []
+        for j, fig in enumerate(queue_figures(q, report)):
+            chart_id = f"queue-{i}-chart-{j}"
+            charts.add(chart_id, fig)
+            placeholders.append(f'<div><div class="{CHART_CLASS} plotly-graph-div" '
+                                f'id="{chart_id}" style="height:{CHART_HEIGHT};width:100%">'
+                                "</div></div>")
         labels = ", ".join(f"{_e(k)}={_e(v)}" for k, v in sorted(q.labels.items()))
         missing = ""
         if q.missing:
@@ -682,7 +805,8 @@ def render_html(report: Report, progress: Progress | None = None) -> str:
         sections.append(
             f'<section class="card" id="queue-{i}"><h2>{_e(q.row.queue)} {_sev(q.row.severity)}'
             f"</h2><p class=\"note\">{labels}</p>{''.join(verdicts)}"
-            f'<div class="charts">{charts}</div><p class="note">What-if: {_e(q.whatif_note)}'
+            f'<div class="charts">{"".join(placeholders)}</div>'
+            f'<p class="note">What-if: {_e(q.whatif_note)}'
             f"</p>{missing}</section>")
     step("rendered", total, total)
     assumptions = "".join(
@@ -697,6 +821,7 @@ def render_html(report: Report, progress: Progress | None = None) -> str:
         warnings = ('<section class="card"><h2>Warnings</h2><ul>'
                     + "".join(f"<li>{_e(w)}</li>" for w in report.warnings) + "</ul></section>")
     sev_line = " ".join(f"{_sev(s)} {n}" for s, n in counts.items() if n)
+    chart_data = script_json(charts.document())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -725,7 +850,10 @@ def render_html(report: Report, progress: Progress | None = None) -> str:
 <h3>Advisor thresholds</h3>
 <table><thead><tr><th>threshold</th><th>value</th><th>signal</th><th>reason</th></tr></thead>
 <tbody>{thresholds}</tbody></table></section>
-</main></body></html>
+</main>
+<script type="application/json" id="{CHART_DATA_ID}">{chart_data}</script>
+<script type="text/javascript">{_DRAW_JS}</script>
+</body></html>
 """
 
 

@@ -35,7 +35,6 @@ from typing import Any
 
 import dash
 import numpy as np
-import plotly.graph_objects as go
 from dash import Input, Output, State, dcc, html
 
 from collectors.errors import CollectorError
@@ -203,7 +202,7 @@ def parse_params(
 class WhatIfView:
     recommendation: str
     error: str
-    figures: tuple[go.Figure, go.Figure, go.Figure]
+    figures: tuple[fg.Figure, fg.Figure, fg.Figure]
     result: WhatIfResult | None = None
 
 
@@ -338,7 +337,7 @@ def recommendation_text(params: WhatIfParams, result: WhatIfResult,
 @dataclass(frozen=True)
 class SimView:
     text: str
-    figure: go.Figure | None
+    figure: fg.Figure | None
 
 
 def simulate_view(params: WhatIfParams, workers: float | None,

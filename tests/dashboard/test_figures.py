@@ -11,27 +11,28 @@ from dashboard import figures
 
 def test_lab_figure_draws_steps_against_prediction() -> None:
     fig = figures.lab_figure([0, 1, 2], [4, 5, 6], [0, 1, 2, 3], [4, 5, 6, 7])
-    names = [trace.name for trace in fig.data]
-    assert len(fig.data) == 2
-    predicted, steps = fig.data
+    names = [trace["name"] for trace in fig["data"]]
+    assert len(fig["data"]) == 2
+    predicted, steps = fig["data"]
     assert "predicted" in names[0]
     assert "lab backlog" in names[1]
-    assert list(steps.x) == [0, 1, 2]
-    assert list(steps.y) == [4, 5, 6]
-    assert list(predicted.y) == [4, 5, 6, 7]
-    assert steps.mode == "markers"
-    assert predicted.line.dash == "dash"
-    assert fig.layout.title.text.endswith("?")
-    assert "time units" in fig.layout.xaxis.title.text
-    assert "(items)" in fig.layout.yaxis.title.text
-    assert not fig.layout.shapes  # no clearing marker for a growing queue
+    assert list(steps["x"]) == [0, 1, 2]
+    assert list(steps["y"]) == [4, 5, 6]
+    assert list(predicted["y"]) == [4, 5, 6, 7]
+    assert steps["mode"] == "markers"
+    assert predicted["line"]["dash"] == "dash"
+    layout = fig["layout"]
+    assert layout["title"]["text"].endswith("?")
+    assert "time units" in layout["xaxis"]["title"]["text"]
+    assert "(items)" in layout["yaxis"]["title"]["text"]
+    assert not layout.get("shapes")  # no clearing marker for a growing queue
 
 
 def test_lab_figure_marks_the_clearing_time() -> None:
     fig = figures.lab_figure([0], [4], [0, 4, 5], [4, 0, 0], clear_time=4.0)
-    assert len(fig.layout.shapes) == 1
-    assert fig.layout.shapes[0].x0 == 4.0
-    assert fig.layout.annotations[0].text == "clears at t = 4"
+    assert len(fig["layout"]["shapes"]) == 1
+    assert fig["layout"]["shapes"][0]["x0"] == 4.0
+    assert fig["layout"]["annotations"][0]["text"] == "clears at t = 4"
 
 
 def test_lab_figure_rejects_mismatched_series() -> None:
@@ -41,7 +42,7 @@ def test_lab_figure_rejects_mismatched_series() -> None:
 
 def test_lab_figure_ignores_non_finite_clear_time() -> None:
     fig = figures.lab_figure([0], [4], [0], [4], clear_time=math.inf)
-    assert not fig.layout.shapes
+    assert not fig["layout"].get("shapes")
 
 
 def test_plotly_text_escapes_markup() -> None:

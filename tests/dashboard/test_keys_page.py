@@ -84,7 +84,7 @@ def test_position_zero_is_the_empty_queue() -> None:
     assert note == "Empty queue. Step applies step 1: add A."
     for name in ("queue", "dirty", "processing", "delayed", "failures"):
         assert _chip_texts(boxes, name) == []
-    assert fig.data == ()  # nothing drawn yet
+    assert fig["data"] == []  # nothing drawn yet
 
 
 def test_new_chips_are_marked() -> None:
@@ -238,23 +238,24 @@ def test_membership_figure_one_trace_per_status_and_fixed_range() -> None:
               "h2"), (2, "B", figures.KEY_QUEUED, True, "h3")]
     fig = figures.key_membership_figure(points, ["A", "B"], ["start", "add A", "get", "add B"],
                                         current_step=2)
-    by_name = {t.name: t for t in fig.data}
+    by_name = {t["name"]: t for t in fig["data"]}
     assert set(by_name) == {figures.KEY_QUEUED, figures.KEY_PROCESSING}
     queued = by_name[figures.KEY_QUEUED]
-    assert list(queued.x) == [1, 2]
-    assert list(queued.y) == ["A", "B"]
-    assert list(queued.marker.line.width) == [1, 4]  # B is also delayed: a ring
-    assert list(fig.layout.xaxis.range) == [-0.5, 3.5]  # the whole trace, not just so far
-    assert fig.layout.shapes[0].x0 == 2
-    assert fig.layout.title.text.endswith("?")
-    assert "step" in fig.layout.xaxis.title.text
-    assert list(fig.layout.yaxis.categoryarray) == ["A", "B"]
+    assert list(queued["x"]) == [1, 2]
+    assert list(queued["y"]) == ["A", "B"]
+    assert list(queued["marker"]["line"]["width"]) == [1, 4]  # B is also delayed: a ring
+    layout = fig["layout"]
+    assert list(layout["xaxis"]["range"]) == [-0.5, 3.5]  # the whole trace, not just so far
+    assert layout["shapes"][0]["x0"] == 2
+    assert layout["title"]["text"].endswith("?")
+    assert "step" in layout["xaxis"]["title"]["text"]
+    assert list(layout["yaxis"]["categoryarray"]) == ["A", "B"]
 
 
 def test_membership_figure_escapes_and_rejects_bad_input() -> None:
     fig = figures.key_membership_figure([(1, "<b>x</b>", figures.KEY_QUEUED, False, "<i>")],
                                         ["<b>x</b>"], ["start", "add"], current_step=1)
-    assert fig.data[0].y[0] == "&lt;b&gt;x&lt;/b&gt;"
+    assert fig["data"][0]["y"][0] == "&lt;b&gt;x&lt;/b&gt;"
     with pytest.raises(ValueError, match="unknown key status"):
         figures.key_membership_figure([(1, "A", "sleeping", False, "")], ["A"], ["s", "a"],
                                       current_step=0)

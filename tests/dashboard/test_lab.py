@@ -134,9 +134,9 @@ def test_render_with_bad_inputs_shows_no_traceback() -> None:
     assert (t, q) == ("0", "4")
     assert sentence.startswith("no prediction:")
     # the chart still shows the lab's own history, predicted with the last good λ = 4, μ = 3
-    predicted, steps = fig.data
-    assert list(steps.y) == [4.0]
-    assert list(predicted.y)[:3] == [4.0, 5.0, 6.0]
+    predicted, steps = fig["data"]
+    assert list(steps["y"]) == [4.0]
+    assert list(predicted["y"])[:3] == [4.0, 5.0, 6.0]
 
 
 def test_text_in_a_number_field_is_a_sentence_not_a_traceback() -> None:

@@ -128,16 +128,16 @@ def test_queue_view_two_source_calls_and_seven_charts() -> None:
     assert src.calls == ["snapshot", "range ['q<b>']"]
     assert set(view.figures) == set(qp.GRAPH_IDS)
     depth = view.figures["queue-depth-graph"]
-    assert depth.data[0].name == "depth (items waiting)"
-    assert "fluid projection" in depth.data[1].name
+    assert depth["data"][0]["name"] == "depth (items waiting)"
+    assert "fluid projection" in depth["data"][1]["name"]
     # capacity = workers / service mean = 1 at every point; effects per reconcile = 1
-    cap = view.figures["queue-rates-graph"].data[2]
-    assert list(cap.y) == [1.0] * 5
-    assert list(view.figures["queue-effects-graph"].data[0].y) == [1.0] * 5
+    cap = view.figures["queue-rates-graph"]["data"][2]
+    assert list(cap["y"]) == [1.0] * 5
+    assert list(view.figures["queue-effects-graph"]["data"][0]["y"]) == [1.0] * 5
     # a signal with no history is a "no data" chart, not zeros
     api = view.figures["queue-api-graph"]
-    assert not api.data
-    assert api.layout.annotations[0].text == "no data for this range"
+    assert not api["data"]
+    assert api["layout"]["annotations"][0]["text"] == "no data for this range"
 
 
 def test_unknown_queue_is_a_message() -> None:
@@ -169,10 +169,10 @@ def test_demo_queue_every_range(range_key: str) -> None:
     assert view.message == ""
     for graph_id in qp.GRAPH_IDS:
         fig = view.figures[graph_id]
-        assert fig.layout.title.text.endswith("?")
+        assert fig["layout"]["title"]["text"].endswith("?")
     rates = view.figures["queue-rates-graph"]
-    assert len(rates.data) == 3
-    assert "(items/s)" in rates.layout.yaxis.title.text
+    assert len(rates["data"]) == 3
+    assert "(items/s)" in rates["layout"]["yaxis"]["title"]["text"]
     assert view.model_fit[0].startswith("Mean wait: observed")
     assert len(view.measures) == 5
 

@@ -14,22 +14,30 @@ import math
 import re
 import time
 from collections.abc import Sequence
+from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
 from collectors.demo import DemoSource
 from collectors.types import QueueSnapshot, RangeData, Snapshot
+from dashboard import figures as fg
 from dashboard.report import (
+    CHART_CLASS,
+    CHART_DATA_ID,
     CSV_COLUMNS,
     FORMATS,
     SCHEMA_VERSION,
+    SHARED_X,
     Report,
     build_report,
     export_payload,
     md_text,
+    queue_figures,
     render,
+    script_json,
 )
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, START, TRUTH, WINDOW_S, iter_queue_names
@@ -80,7 +88,7 @@ class HostileSource:
                 rows.append({"queue": name, "signal": "workers", "t": t, "value": 2.0})
                 rows.append({"queue": name, "signal": "service_mean_s", "t": t, "value": 0.5})
             t += step_s
-        return RangeData(start=start, end=end, step_s=step_s, source=self.name,
+        return RangeData.from_frame(start=start, end=end, step_s=step_s, source=self.name,
                          frame=pd.DataFrame(rows))
 
 
@@ -105,6 +113,53 @@ def _strict_json(text: str) -> object:
     return json.loads(text, parse_constant=no_constant)
 
 
+class _Page(HTMLParser):
+    """What a browser's HTML parser makes of a report: its script elements (attributes and
+    text) and the chart placeholders (ids of ``div.ql-chart``, in document order)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self.placeholders: list[str] = []
+        self._script: dict[str, str | None] | None = None
+        self._text: list[str] = []
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "script":
+            self._script, self._text = attributes, []
+        elif tag == "div" and CHART_CLASS in (attributes.get("class") or "").split():
+            self.placeholders.append(attributes.get("id") or "")
+
+    def handle_data(self, data: str) -> None:
+        if self._script is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script" and self._script is not None:
+            self.scripts.append((self._script, "".join(self._text)))
+            self._script = None
+
+    def chart_data(self) -> dict[str, Any]:
+        found = [text for attrs, text in self.scripts
+                 if attrs == {"type": "application/json", "id": CHART_DATA_ID}]
+        assert len(found) == 1
+        doc = _strict_json(found[0])
+        assert isinstance(doc, dict)
+        return doc
+
+
+def _resolved(doc: dict[str, Any], chart_id: str) -> dict[str, Any]:
+    """A chart of the report's data as the page draws it (shared x arrays put back)."""
+    chart = json.loads(json.dumps(doc["charts"][chart_id]))
+    for trace in chart["data"]:
+        if SHARED_X in trace:
+            trace["x"] = doc["arrays"][trace.pop(SHARED_X)]
+    return chart
+
+
 # --- HTML ------------------------------------------------------------------------------------
 
 def test_html_is_self_contained_with_plotly_js_once(demo_html: str) -> None:
@@ -127,7 +182,11 @@ def test_html_has_every_demo_queue_with_two_charts_and_the_context(
     for name in names:
         assert f">{name}</a>" in demo_html  # fleet summary link
         assert f"<h2>{name} " in demo_html  # its own section
-    assert demo_html.count("Plotly.newPlot") == 2 * len(names)
+    # one chart placeholder per chart, two per queue, each with its data
+    page = _Page(demo_html)
+    ids = [f"queue-{i}-chart-{j}" for i in range(len(names)) for j in range(2)]
+    assert page.placeholders == ids
+    assert sorted(page.chart_data()["charts"]) == sorted(ids)
     assert "Is work arriving faster than it can be done?" in demo_html
     assert "How long will items wait with c workers?" in demo_html
     assert 'id="report-source">demo<' in demo_html
@@ -153,10 +212,79 @@ def test_html_escapes_hostile_label_values(hostile_report: Report) -> None:
     assert 'a"b' not in text
     assert "<b>src</b>" not in text
     assert "&lt;b&gt;src&lt;/b&gt;" in text
-    # no script but ours: plotly.js once, then one per chart (two per queue)
+    # no script but ours: plotly.js, the chart data (JSON, not run), the chart drawer
     tags = re.findall(r"<script[^>]*>", text)
-    assert set(tags) <= {"<script>", '<script type="text/javascript">'}
-    assert len(tags) == 1 + 2 * len(HOSTILE)
+    assert tags == ['<script type="text/javascript">',
+                    f'<script type="application/json" id="{CHART_DATA_ID}">',
+                    '<script type="text/javascript">']
+    assert len(_Page(text).chart_data()["charts"]) == 2 * len(HOSTILE)
+
+
+def test_html_chart_data_is_embedded_once_and_drawn_on_demand(
+    demo_report: Report, demo_html: str
+) -> None:
+    page = _Page(demo_html)
+    doc = page.chart_data()
+    assert [attrs.get("type") for attrs, _ in page.scripts] == [
+        "text/javascript", "application/json", "text/javascript"]
+    drawer = page.scripts[2][1]
+    assert "IntersectionObserver" in drawer
+    assert "Plotly.newPlot" in drawer
+    # the plotly_white look travels once, not once per chart
+    assert page.scripts[1][1].count('"template"') == 1
+    assert all("template" not in c["layout"] for c in doc["charts"].values())
+    assert doc["template"] == fg.plotly_white_template()
+    assert doc["config"] == {"displaylogo": False, "responsive": True}
+    # the range's time axis is stored once for all queues' demand charts
+    assert len(doc["arrays"]) < len(demo_report.queues)
+    for i, q in enumerate(demo_report.queues):
+        for j, fig in enumerate(queue_figures(q, demo_report)):
+            expected = {"data": fig["data"],
+                        "layout": {k: v for k, v in fig["layout"].items() if k != "template"}}
+            assert _resolved(doc, f"queue-{i}-chart-{j}") == json.loads(json.dumps(expected))
+    first = _resolved(doc, "queue-0-chart-0")
+    assert first["layout"]["title"]["text"] == "Is work arriving faster than it can be done?"
+    assert first["data"][0]["name"] == "arrivals λ (adds/s)"
+    assert len(first["data"][0]["x"]) > 10
+    assert _resolved(doc, "queue-0-chart-1")["layout"]["title"]["text"] == (
+        "How long will items wait with c workers?")
+
+
+BREAKOUTS = ("</script><script>alert(1)</script>", "<!--<script>", "</SCRIPT >x",
+             "a&lt;b\\u003c\\", "\u2028\u2029", "]]>\"'")
+
+
+@pytest.mark.parametrize("value", BREAKOUTS)
+def test_script_json_cannot_end_the_script_or_open_a_comment(value: str) -> None:
+    text = script_json({"name": value, "values": [value, 1.5, None]})
+    assert not set("<>&\u2028\u2029") & set(text)
+    assert json.loads(text) == {"name": value, "values": [value, 1.5, None]}
+    assert script_json([math.nan, math.inf, 2.0]) == "[null,null,2.0]"
+
+
+def test_script_json_takes_numpy_values() -> None:
+    import numpy as np
+
+    assert script_json({"a": np.float64(1.5), "b": np.int64(2), "c": np.array([1.0, np.nan])}
+                       ) == '{"a":1.5,"b":2,"c":[1.0,null]}'
+
+
+def test_html_with_breakout_queue_names_keeps_its_structure() -> None:
+    report = build_report(HostileSource(BREAKOUTS), AT_T, range_s=3600)
+    text = render(report, "html")
+    page = _Page(text)
+    # exactly our three scripts, whatever the queue names: none ended early or added
+    assert [attrs for attrs, _ in page.scripts] == [
+        {"type": "text/javascript"}, {"type": "application/json", "id": CHART_DATA_ID},
+        {"type": "text/javascript"}]
+    data = page.scripts[1][1]
+    assert not set("<>&") & set(data)
+    assert page.placeholders == [f"queue-{i}-chart-{j}" for i in range(len(BREAKOUTS))
+                                 for j in range(2)]
+    assert len(page.chart_data()["charts"]) == 2 * len(BREAKOUTS)
+    for value in BREAKOUTS:  # shown as text (escaped), never as markup
+        if set("<>&") & set(value):
+            assert value not in text
 
 
 def test_html_progress_reports_each_queue(demo_report: Report) -> None:

@@ -118,28 +118,28 @@ def test_empty_dependency_limit_means_none() -> None:
     inputs = retries.parse_inputs(*raw)
     assert inputs.dependency_limit_per_s is None
     rate_fig = retries.figures_of(retries.retries_view(inputs))[0]
-    assert not any("dependency limit" in (t.name or "") for t in rate_fig.data)
+    assert not any("dependency limit" in (t.get("name") or "") for t in rate_fig["data"])
 
 
 def test_render_draws_four_figures_and_the_summary() -> None:
     rate, lag, penalty, healthy, summary, policy, error = retries.retries_render(*SMALL)
     assert error == ""
     assert "Your policy: exponential 100ms → 1s." in policy
-    assert len([t for t in rate.data if "jitter" in t.name]) == 4
-    chosen = [t for t in rate.data if "(your policy)" in t.name]
-    assert [t.name for t in chosen] == ["no jitter, no bucket (your policy)"]
-    assert chosen[0].line.width == 3.0
-    limit = [t for t in rate.data if t.name.startswith("dependency limit")]
-    assert list(limit[0].y) == [500, 500]
+    assert len([t for t in rate["data"] if "jitter" in t["name"]]) == 4
+    chosen = [t for t in rate["data"] if "(your policy)" in t["name"]]
+    assert [t["name"] for t in chosen] == ["no jitter, no bucket (your policy)"]
+    assert chosen[0]["line"]["width"] == 3.0
+    limit = [t for t in rate["data"] if t["name"].startswith("dependency limit")]
+    assert list(limit[0]["y"]) == [500, 500]
     ids = {child.children[0].id for child in summary.children}
     assert ids == {"retries-peak", "retries-over", "retries-retries", "retries-lag",
                    "retries-penalty", "retries-healthy"}
     # the penalty chart marks each variant's median failure count on the schedule
-    marks = [t for t in penalty.data if t.mode == "markers"]
-    assert marks[0].x[0] == 4
-    assert marks[0].y[0] == pytest.approx(1.0)
-    assert next(iter(healthy.data[0].x)) == figures.HEALTHY_BASELINE
-    assert len(lag.data) == 3
+    marks = [t for t in penalty["data"] if t["mode"] == "markers"]
+    assert marks[0]["x"][0] == 4
+    assert marks[0]["y"][0] == pytest.approx(1.0)
+    assert next(iter(healthy["data"][0]["x"])) == figures.HEALTHY_BASELINE
+    assert len(lag["data"]) == 3
 
 
 def test_changing_jitter_changes_the_rate_figure() -> None:
@@ -147,8 +147,8 @@ def test_changing_jitter_changes_the_rate_figure() -> None:
     first = retries.retries_render(*raw)[0]
     raw[4] = "equal"
     second = retries.retries_render(*raw)[0]
-    assert {t.name for t in first.data} != {t.name for t in second.data}
-    assert "equal jitter, no bucket (your policy)" in {t.name for t in second.data}
+    assert {t["name"] for t in first["data"]} != {t["name"] for t in second["data"]}
+    assert "equal jitter, no bucket (your policy)" in {t["name"] for t in second["data"]}
 
 
 @pytest.mark.parametrize(("value", "text"), [(9998.333, "9,998"), (1000.0, "1,000"),
@@ -173,44 +173,45 @@ def test_layout_has_the_stable_ids() -> None:
 def test_retry_rate_figure_log_axis_gaps_and_highlight() -> None:
     fig = figures.retry_rate_figure([0, 1, 2], [("a", [0, 5, 10]), ("b", [1, 1, 1])],
                                     outage_s=1.5, dependency_limit_per_s=4, highlight="b")
-    a, b, limit = fig.data
-    assert list(a.y) == [None, 5, 10]  # an empty bin is a gap, not log(0)
-    assert (a.line.width, b.line.width) == (1.5, 3.0)
-    assert b.name == "b (your policy)"
-    assert list(limit.x) == [0, 2]
-    assert list(limit.y) == [4, 4]
-    assert fig.layout.yaxis.type == "log"
-    assert "(requests/s" in fig.layout.yaxis.title.text
-    assert "(s)" in fig.layout.xaxis.title.text
-    assert fig.layout.shapes[0].x1 == 1.5  # the outage band
-    assert fig.layout.title.text.endswith("?")
+    a, b, limit = fig["data"]
+    assert list(a["y"]) == [None, 5, 10]  # an empty bin is a gap, not log(0)
+    assert (a["line"]["width"], b["line"]["width"]) == (1.5, 3.0)
+    assert b["name"] == "b (your policy)"
+    assert list(limit["x"]) == [0, 2]
+    assert list(limit["y"]) == [4, 4]
+    layout = fig["layout"]
+    assert layout["yaxis"]["type"] == "log"
+    assert "(requests/s" in layout["yaxis"]["title"]["text"]
+    assert "(s)" in layout["xaxis"]["title"]["text"]
+    assert layout["shapes"][0]["x1"] == 1.5  # the outage band
+    assert layout["title"]["text"].endswith("?")
     with pytest.raises(ValueError, match="3 times but 2 values"):
         figures.retry_rate_figure([0, 1, 2], [("a", [1, 2])], outage_s=1)
 
 
 def test_retry_lag_and_healthy_figures() -> None:
     lag = figures.retry_lag_figure(["p", "q"], [1.0, None], [2.0, None], [3.0, float("nan")])
-    assert [list(t.y) for t in lag.data] == [[1.0, None], [2.0, None], [3.0, None]]
-    assert "(s)" in lag.layout.yaxis.title.text
+    assert [list(t["y"]) for t in lag["data"]] == [[1.0, None], [2.0, None], [3.0, None]]
+    assert "(s)" in lag["layout"]["yaxis"]["title"]["text"]
     with pytest.raises(ValueError, match="1 values for 2 variants"):
         figures.retry_lag_figure(["p", "q"], [1.0], [1.0, 2.0], [1.0, 2.0])
     healthy = figures.healthy_wait_figure(["p"], [2.0], [3.0], baseline_mean_s=0.1,
                                           baseline_p99_s=0.5)
-    mean, p99 = healthy.data
-    assert list(mean.x) == [figures.HEALTHY_BASELINE, "p"]
-    assert list(mean.y) == [0.1, 2.0]
-    assert list(p99.y) == [0.5, 3.0]
-    assert healthy.layout.yaxis.type == "log"
+    mean, p99 = healthy["data"]
+    assert list(mean["x"]) == [figures.HEALTHY_BASELINE, "p"]
+    assert list(mean["y"]) == [0.1, 2.0]
+    assert list(p99["y"]) == [0.5, 3.0]
+    assert healthy["layout"]["yaxis"]["type"] == "log"
 
 
 def test_backoff_penalty_figure() -> None:
     fig = figures.backoff_penalty_figure([0, 1, 2], [0.1, 0.2, 0.4], [("v", 2, 0.4)],
                                          base_s=0.1)
-    schedule, mark, base = fig.data
-    assert list(schedule.y) == [0.1, 0.2, 0.4]
-    assert (mark.x[0], mark.y[0]) == (2, 0.4)
-    assert "n = 2" in mark.name
-    assert list(base.y) == [0.1, 0.1]
-    assert "Forget" in base.name
-    assert fig.layout.yaxis.type == "log"
-    assert "count" in fig.layout.xaxis.title.text
+    schedule, mark, base = fig["data"]
+    assert list(schedule["y"]) == [0.1, 0.2, 0.4]
+    assert (mark["x"][0], mark["y"][0]) == (2, 0.4)
+    assert "n = 2" in mark["name"]
+    assert list(base["y"]) == [0.1, 0.1]
+    assert "Forget" in base["name"]
+    assert fig["layout"]["yaxis"]["type"] == "log"
+    assert "count" in fig["layout"]["xaxis"]["title"]["text"]

@@ -67,23 +67,23 @@ def test_parse_number_rejects_with_a_sentence(value: object, positive: bool,
     assert str(info.value) == message
 
 
-def _plotly_strings(fig: object) -> list[str]:
+def _plotly_strings(fig: figures.Figure) -> list[str]:
     """Every trace name, hover template, hover text, tick text and annotation text."""
     out: list[str] = []
-    for trace in fig.data:  # type: ignore[attr-defined]
-        out += [s for s in (trace.name, trace.hovertemplate) if isinstance(s, str)]
-        text = getattr(trace, "text", None)
+    for trace in fig["data"]:
+        out += [s for s in (trace.get("name"), trace.get("hovertemplate")) if isinstance(s, str)]
+        text = trace.get("text")
         if isinstance(text, tuple | list):
             out += [str(t) for t in text]
         for axis in ("x", "y"):
-            values = getattr(trace, axis, None)
+            values = trace.get(axis)
             if isinstance(values, tuple | list):
                 out += [v for v in values if isinstance(v, str)]
-    out += [a.text for a in fig.layout.annotations]  # type: ignore[attr-defined]
+    out += [a["text"] for a in fig["layout"].get("annotations", [])]
     return out
 
 
-def _assert_escaped(fig: object) -> None:
+def _assert_escaped(fig: figures.Figure) -> None:
     strings = _plotly_strings(fig)
     assert any("&lt;img" in s for s in strings), strings  # the label value is shown...
     assert not any("<img" in s for s in strings), strings  # ...never as markup

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collectors import fleet as fl
 from collectors.demo import DemoSource
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard import figures as fg
@@ -21,6 +20,7 @@ from dashboard.advice import (
 )
 from dashboard.context import AppContext
 from dashboard.pages import whatif as wp
+from models import fleet as fl
 from models.advisor import Verdict
 from models.errors import ModelInputError
 
@@ -70,15 +70,15 @@ def test_view_recommends_smallest_c_meeting_p95_slo() -> None:
     assert view.recommendation.startswith("Recommended: 3 workers — smallest stable worker")
     assert "That is 2 fewer than the 5 now." in view.recommendation
     slo_fig = view.figures[1]
-    p = list(slo_fig.data[0].y)
+    p = list(slo_fig["data"][0]["y"])
     assert p[0] is None  # c = 1 is unstable (λ = μ): no probability drawn, not 1 or 0
     assert p[1] == pytest.approx(math.exp(-1) / 3, rel=1e-9)
     assert p[2] == pytest.approx(math.exp(-2) / 11, rel=1e-9)
     wait_fig, _, thr_fig = view.figures
-    assert wait_fig.data[0].y[0] is None  # unstable: no wait, not infinity, not 0
-    assert wait_fig.layout.xaxis.title.text == "workers c"
-    assert "(s)" in wait_fig.layout.yaxis.title.text
-    assert list(thr_fig.data[0].y[:3]) == [1.0, 2.0, 3.0]  # capacity c·μ
+    assert wait_fig["data"][0]["y"][0] is None  # unstable: no wait, not infinity, not 0
+    assert wait_fig["layout"]["xaxis"]["title"]["text"] == "workers c"
+    assert "(s)" in wait_fig["layout"]["yaxis"]["title"]["text"]
+    assert list(thr_fig["data"][0]["y"][:3]) == [1.0, 2.0, 3.0]  # capacity c·μ
 
 
 def test_narrowing_the_worker_range_changes_the_recommendation() -> None:
@@ -91,17 +91,17 @@ def test_narrowing_the_worker_range_changes_the_recommendation() -> None:
 
 def test_contention_lowers_capacity_by_usl() -> None:
     view = wp.whatif_view(_params(contention="usl", sigma=0.1, kappa=0.01, workers=[1, 4]))
-    cap = list(view.figures[2].data[0].y)
+    cap = list(view.figures[2]["data"][0]["y"])
     # c·μ/(1 + σ(c − 1) + κc(c − 1)) with μ = 1
     assert cap == pytest.approx([c / (1 + 0.1 * (c - 1) + 0.01 * c * (c - 1))
                                  for c in range(1, 5)])
     assert "USL σ = 0.1, κ = 0.01" in view.recommendation
-    assert "with contention" in view.figures[2].layout.title.text
+    assert "with contention" in view.figures[2]["layout"]["title"]["text"]
 
 
 def test_no_slo_chart_without_slo() -> None:
     view = wp.whatif_view(_params(slo=None))
-    assert not view.figures[1].data
+    assert not view.figures[1]["data"]
     assert "no SLO given" in view.recommendation
 
 
@@ -126,7 +126,7 @@ class _UslSource:
             pd.DataFrame({"queue": "q", "signal": "busy_workers", "t": t, "value": n}),
             pd.DataFrame({"queue": "q", "signal": "throughput_per_s", "t": t, "value": x}),
         ])
-        return RangeData(start=start, end=end, step_s=step_s, source="usl", frame=frame)
+        return RangeData.from_frame(start=start, end=end, step_s=step_s, source="usl", frame=frame)
 
 
 def test_measured_inputs_fit_usl_from_history() -> None:
@@ -167,9 +167,9 @@ def test_simulate_agrees_with_erlang_c() -> None:
     # M/M/3, λ = 2, μ = 1: Wq = C/(cμ − λ) with C = 4/9 → 0.444 s (Erlang C, A = 2)
     view = wp.simulate_view(_params(arrival=2.0), 3, arrivals=40_000)
     assert view.figure is not None
-    sim, formula = view.figure.data
-    assert formula.y[0] == pytest.approx(4 / 9, rel=1e-9)
-    assert sim.y[0] == pytest.approx(4 / 9, rel=0.15)  # sampling error of a 40k-arrival run
+    sim, formula = view.figure["data"]
+    assert formula["y"][0] == pytest.approx(4 / 9, rel=1e-9)
+    assert sim["y"][0] == pytest.approx(4 / 9, rel=0.15)  # sampling error of a 40k-arrival run
     assert "vs formula 0.444 s" in view.text
 
 
@@ -213,9 +213,9 @@ def test_whatif_figures_reject_and_escape() -> None:
         fg.sim_compare_figure(["a"], [1.0, 2.0], [1.0], workers=2)
     fig = fg.whatif_wait_figure([1, 2], [None, 0.5], [math.inf, 1.0], [1.2, 0.6], slo_s=1.0,
                                 recommended=2)
-    assert list(fig.data[1].y) == [None, 1.0]  # inf never reaches the chart
-    assert list(fig.data[2].y) == [120.0, 60.0]
-    assert fig.layout.yaxis2.title.text.endswith("(%)")
+    assert list(fig["data"][1]["y"]) == [None, 1.0]  # inf never reaches the chart
+    assert list(fig["data"][2]["y"]) == [120.0, 60.0]
+    assert fig["layout"]["yaxis2"]["title"]["text"].endswith("(%)")
 
 
 # --- the advisor's recommendation on the what-if page ----------------------------------------
@@ -243,10 +243,10 @@ def test_whatif_marks_the_advisors_worker_count_for_replicaset() -> None:
     params = wp.parse_params(13.6, 0.25, 1, 1, 1, 1, "none", 0, 0, 1.0, "p95", [1, 16])
     view = wp.whatif_view(params, now_c, mark.workers)
     for fig in view.figures:
-        lines = [s for s in fig.layout.shapes if s.name == fg.ADVISOR_MARK_NAME]
-        assert [(s.x0, s.x1) for s in lines] == [(mark.workers, mark.workers)]
-    assert not [s for s in wp.whatif_view(params, now_c).figures[0].layout.shapes
-                if s.name == fg.ADVISOR_MARK_NAME]
+        lines = [s for s in fig["layout"]["shapes"] if s.get("name") == fg.ADVISOR_MARK_NAME]
+        assert [(s["x0"], s["x1"]) for s in lines] == [(mark.workers, mark.workers)]
+    assert not [s for s in wp.whatif_view(params, now_c).figures[0]["layout"]["shapes"]
+                if s.get("name") == fg.ADVISOR_MARK_NAME]
 
 
 def advise_fleet_like_overview(src: DemoSource) -> tuple[Verdict, ...]:
