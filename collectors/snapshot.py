@@ -23,7 +23,7 @@ What it does with the answers, and nothing more (collectors decide nothing):
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -59,6 +59,16 @@ T = TypeVar("T")
 
 
 # --- helpers ------------------------------------------------------------------------------
+
+
+def _gather(futures: Mapping[str, Future[T]]) -> dict[str, T]:
+    """The results of already submitted queries; the first exception is raised at once."""
+    done, _ = wait(list(futures.values()), return_when=FIRST_EXCEPTION)
+    for fut in done:
+        exc = fut.exception()
+        if exc is not None:
+            raise exc
+    return {k: fut.result() for k, fut in futures.items()}
 
 
 def _run_all(
@@ -297,24 +307,46 @@ class PrometheusSource:
         for sq in process_queries:
             del fleet[sq.signal]  # decoded once into procs; not kept while the batches run
         out = _RangeOutput(t, wanted, len(batches))
-        for batch in batches:
-            queries = [sq for sq in profile.queries(window, batch)
-                       if not sq.key.startswith("process")]
-            results = dict(fleet)
-            results.update(_run_all({sq.signal: ranged(sq.promql) for sq in queries},
-                                    parallelism))
-            for sq in queries:
-                warnings += [w for w in results[sq.signal].warnings if w not in warnings]
-            raw = _range_raw(profile, results, queries, batch, t, float(step), window, procs,
-                             warnings)
-            del results
-            derived = derive(raw)
-            for q in np.asarray(raw.queues, dtype=object)[derived.gap.any(axis=1)]:
-                n = int(derived.gap[raw.queues.index(q)].sum())
-                warnings.append(f"{q}: {n} point(s) dropped from rate signals: scrape gap "
-                                f"(fewer than {100 * MIN_COVERAGE:.0f} % of the expected samples "
-                                "in the rate window)")
-            out.add(derived)
+
+        def batch_queries(batch: list[str] | None) -> list[SignalQuery]:
+            return [sq for sq in profile.queries(window, batch) if not sq.key.startswith("process")]
+
+        # Pipelined: batch k+1's queries are in flight while batch k is decoded, so the
+        # connections never idle at a batch boundary; at most two batches' answers are held.
+        pool = ThreadPoolExecutor(max_workers=max(1, parallelism),
+                                  thread_name_prefix="queuelens-query")
+        pending: deque[tuple[list[str] | None, list[SignalQuery], dict[str, Future[Any]]]] = \
+            deque()
+
+        def submit(batch: list[str] | None) -> None:
+            queries = batch_queries(batch)
+            pending.append((batch, queries, {sq.signal: pool.submit(ranged(sq.promql))
+                                             for sq in queries}))
+
+        try:
+            for batch in batches[:2]:
+                submit(batch)
+            for k in range(len(batches)):
+                batch, queries, futures = pending.popleft()
+                answers = _gather(futures)
+                if k + 2 < len(batches):
+                    submit(batches[k + 2])
+                results = {**fleet, **answers}
+                del answers
+                for sq in queries:
+                    warnings += [w for w in results[sq.signal].warnings if w not in warnings]
+                raw = _range_raw(profile, results, queries, batch, t, float(step), window,
+                                 procs, warnings)
+                del results
+                derived = derive(raw)
+                for q in np.asarray(raw.queues, dtype=object)[derived.gap.any(axis=1)]:
+                    n = int(derived.gap[raw.queues.index(q)].sum())
+                    warnings.append(f"{q}: {n} point(s) dropped from rate signals: scrape gap "
+                                    f"(fewer than {100 * MIN_COVERAGE:.0f} % of the expected "
+                                    "samples in the rate window)")
+                out.add(derived)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
         queues_out, signals = out.result()
         return RangeData(start=a, end=b, step_s=step, source=self.name, queues=queues_out,
                          t=t, signals=signals, warnings=tuple(warnings))
