@@ -189,24 +189,22 @@ requests.Session.send = send
 from collectors.config import ConnectionSettings
 from collectors.prom_client import PrometheusClient
 from collectors.snapshot import PrometheusSource
-t0 = time.perf_counter()
-c0 = time.process_time()
-client = PrometheusClient(ConnectionSettings(url=URL, timeout_s=600.0))
-src = PrometheusSource(client)
-what = WHAT
-if what == "snapshot":
-    out = src.snapshot(AT, 300.0)
-    n = len(out.queues)
-elif what == "advise":
+if WHAT == "advise":
     from dashboard.advice import advise_fleet
-    out = advise_fleet(src, at=AT, window_s=300.0, range_s=7200.0, slo_wait_s=1.0)
-    n = len(out.queues)
-else:
+elif WHAT == "overview":
     from collectors.cache import CachedSource
     from dashboard.context import AppContext
     from dashboard.pages import overview
-    ctx = AppContext(source=CachedSource(src), at=AT)
-    rows, _, _notes = overview.load_overview(ctx, AT)
+client = PrometheusClient(ConnectionSettings(url=URL, timeout_s=600.0))
+src = PrometheusSource(client)
+t0 = time.perf_counter()
+c0 = time.process_time()
+if WHAT == "snapshot":
+    n = len(src.snapshot(AT, 300.0).queues)
+elif WHAT == "advise":
+    n = len(advise_fleet(src, at=AT, window_s=300.0, range_s=7200.0, slo_wait_s=1.0).queues)
+else:
+    rows, _, _notes = overview.load_overview(AppContext(source=CachedSource(src), at=AT), AT)
     n = len(rows)
 elapsed = time.perf_counter() - t0
 cpu = time.process_time() - c0

@@ -217,6 +217,8 @@ _FIRST, _SECOND = itemgetter(0), itemgetter(1)
 def _labels(item: Mapping[str, Any]) -> dict[str, str]:
     """A result's ``metric`` object as str -> str (TypeError when it is not an object)."""
     metric = item.get("metric") or {}
+    if type(metric) is dict and all(type(v) is str for v in metric.values()):
+        return metric  # decoded JSON: keys are str already; no copy (it is ours alone)
     if not isinstance(metric, Mapping):
         raise TypeError("metric is not an object")
     return {str(k): str(v) for k, v in metric.items()}

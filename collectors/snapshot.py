@@ -352,10 +352,10 @@ class PrometheusSource:
                          t=t, signals=signals, warnings=tuple(warnings))
 
 
-RANGE_BATCH_QUEUES = 500
-"""Queue names per batch of a large range read: 500 names of 60 characters keep each query's
-URL near 30 kB (under the 1 MB header limit of Go's HTTP server and common proxies' 64 kB),
-and a batch's JSON answers near 100 MB of Python objects at 2 h / 60 s."""
+RANGE_BATCH_QUEUES = 250
+"""Queue names per batch of a large range read: 250 names of 60 characters keep each query's
+URL near 15 kB (under the 1 MB header limit of Go's HTTP server and common proxies' 64 kB), and
+a batch's bucket answer near 50 MB of decoded JSON at 2 h / 60 s (two batches are in flight)."""
 
 
 class _RangeOutput:
@@ -586,11 +586,17 @@ class _SnapshotReasons:
         self.window_s = window_s
         self.metric_of = {sq.signal: sq.metric for sq in profile.queries(window_s)}
         self._columns: dict[str, list[float]] | None = None
+        self._keyed: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        """Mapping fields (``reconcile_results_per_s``…) -> their (signal, key) names."""
 
     def columns(self, derived: DerivedSignals) -> dict[str, list[float]]:
         """Each derived signal's one column as Python floats (converted once, not per queue)."""
         if self._columns is None:
             self._columns = {k: v[:, 0].tolist() for k, v in derived.values.items()}
+            for k in self._columns:
+                field, _, kind = k.partition(".")
+                if kind:
+                    self._keyed[field].append((k, kind))
         return self._columns
 
     def _why(self, signal: str, q: str) -> str | None:
@@ -623,10 +629,9 @@ class _SnapshotReasons:
             if values.get(name) is None:
                 missing[name] = reason or "not available"
 
-        for name in ("arrival_rate_per_s", "throughput_per_s", "busy_workers", "depth_mean",
-                     "depth_current", "retries_per_s", "errors_per_s", "unfinished_work_s",
-                     "unfinished_work_growth", "longest_running_s"):
-            need(name, self._why(name, q))
+        for name in _DIRECT_FIELDS:
+            if values.get(name) is None:
+                missing[name] = self._why(name, q) or "not available"
         thr, busy = values.get("throughput_per_s"), values.get("busy_workers")
         need("service_mean_s", "no completed items in the window"
              if thr is not None and busy is not None else "needs throughput_per_s and busy_workers")
@@ -655,8 +660,8 @@ class _SnapshotReasons:
                         f"{q}: {name} is a lower bound: more than {100 * (1 - qv):g} % of "
                         f"items took longer than the highest finite bucket of {metric} "
                         f"({value:g} s)")
-        results_by_kind = {k.split(".", 1)[1]: v for k, v in values.items()
-                           if k.startswith("reconcile_results_per_s.") and v is not None}
+        results_by_kind = {kind: values[k] for k, kind in self._keyed["reconcile_results_per_s"]
+                           if values[k] is not None}
         if not results_by_kind and q not in self.outcomes:
             missing["reconcile_results_per_s"] = (
                 f"no {m.reconcile_total} series with {profile.controller_label}={q!r}"
@@ -684,8 +689,8 @@ class _SnapshotReasons:
             results_by_kind = {}
             warnings.append(f"{q}: {reason}; last values (depth, unfinished work) may be stale")
 
-        classes = {k.split(".", 1)[1]: v for k, v in values.items()
-                   if k.startswith("api_calls_by_class_per_s.") and v is not None}
+        classes = {kind: values[k] for k, kind in self._keyed["api_calls_by_class_per_s"]
+                   if values[k] is not None}
         if values.get("api_calls_per_s") is None:
             classes = {}
         fields = {name: values.get(name) for name in _FIELDS}
@@ -700,6 +705,13 @@ class _SnapshotReasons:
             **fields,
         )
 
+
+_DIRECT_FIELDS = (
+    "arrival_rate_per_s", "throughput_per_s", "busy_workers", "depth_mean", "depth_current",
+    "retries_per_s", "errors_per_s", "unfinished_work_s", "unfinished_work_growth",
+    "longest_running_s",
+)
+"""Fields read as they are: their reason when missing is about the one query behind them."""
 
 _FIELDS = (
     "arrival_rate_per_s", "throughput_per_s", "service_mean_s", "busy_workers", "workers",
