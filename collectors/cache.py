@@ -31,7 +31,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -120,12 +120,14 @@ class CachedSource:
                          lambda: self.source.snapshot(aligned, window_s))
 
     def range(
-        self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None
+        self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None,
+        signals: Collection[str] | None = None,
     ) -> RangeData:
         a, b = self._align(start), self._align(end)
         qkey = tuple(sorted(queues)) if queues else None
-        return self._get(("range", a, b, step_s, qkey), ("range", b - a, step_s, qkey),
-                         lambda: self.source.range(a, b, step_s, queues))
+        skey = tuple(sorted(signals)) if signals is not None else None
+        return self._get(("range", a, b, step_s, qkey, skey), ("range", b - a, step_s, qkey, skey),
+                         lambda: self.source.range(a, b, step_s, queues, signals))
 
     def _get(self, key: Hashable, family: Hashable, fetch: Callable[[], R]) -> R:
         while True:

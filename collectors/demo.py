@@ -20,7 +20,7 @@ calls, as ``rest_client_requests_total`` has no controller label.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -241,7 +241,8 @@ class DemoSource:
         return Snapshot(at=at, window_s=window_s, source="demo", queues=queues)
 
     def range(
-        self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None
+        self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None,
+        signals: Collection[str] | None = None,
     ) -> RangeData:
         if not (math.isfinite(step_s) and step_s > 0):
             raise ConfigError(f"The step must be a positive number of seconds, got {step_s!r}.")
@@ -261,10 +262,12 @@ class DemoSource:
         times = start + np.arange(math.floor((end - start) / step_s + 1e-9) + 1) * step_s
         chunks = [self.compute(times[lo : lo + 2000], window, select=sel)
                   for lo in range(0, len(times), 2000)]
-        signals = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in chunks[0]}
+        keep = set(chunks[0]) if signals is None else set(signals) & set(chunks[0])
+        matrices = {k: np.concatenate([c[k] for c in chunks], axis=1) for k in chunks[0]
+                    if k in keep}
         names = tuple(self.fleet.names[i] for i in sel)
         return RangeData(start=start, end=end, step_s=step_s, source="demo", queues=names,
-                         t=np.asarray(times, dtype=np.float64), signals=signals)
+                         t=np.asarray(times, dtype=np.float64), signals=matrices)
 
     # --- helpers ------------------------------------------------------------------------------
 

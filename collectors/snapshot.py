@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -53,6 +53,7 @@ from models.signals import (
     ProcessSeries,
     RawSignals,
     derive,
+    raw_inputs,
 )
 
 T = TypeVar("T")
@@ -258,9 +259,12 @@ class PrometheusSource:
         return rate_window_s(step_s, self.profile.scrape_interval_s or 15.0)
 
     def range(
-        self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None
+        self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None,
+        signals: Collection[str] | None = None,
     ) -> RangeData:
-        """Every signal over [start, end] for all queues (or those named).
+        """Every signal over [start, end] for all queues (or those named); ``signals``: only
+        those (and only the queries :func:`models.signals.raw_inputs` says they need — the
+        advisor's history needs no histogram, the heaviest answers of a range read).
 
         The topology query (which process runs which queue) goes first and names the queues;
         a fleet of more than :data:`RANGE_BATCH_QUEUES` queues is then read in batches of that
@@ -281,11 +285,18 @@ class PrometheusSource:
 
         topo_q = profile.topology_query(b - a + window, queues)
         fleet_jobs: dict[str, Callable[[], Any]] = {"topology": lambda: client.query(topo_q, b)}
-        process_queries = [sq for sq in profile.queries(window) if sq.key.startswith("process")]
+        needed = raw_inputs(signals) if signals is not None else None
+
+        def wanted_query(sq: SignalQuery) -> bool:
+            return needed is None or _RAW_OF_QUERY.get(sq.signal, sq.signal) in needed
+
+        process_queries = [sq for sq in profile.queries(window)
+                           if sq.key.startswith("process") and wanted_query(sq)]
         for sq in process_queries:
             fleet_jobs[sq.signal] = ranged(sq.promql)
-        for i, eff in enumerate(profile.external_effects):
-            fleet_jobs[f"external:{i}"] = ranged(eff.render(window))
+        if needed is None or "external_effects_per_s" in needed:
+            for i, eff in enumerate(profile.external_effects):
+                fleet_jobs[f"external:{i}"] = ranged(eff.render(window))
         fleet = _run_all(fleet_jobs, parallelism)
         known = sorted({smp.labels.get(profile.queue_label, "")
                         for smp in fleet["topology"].samples} - {""})
@@ -309,7 +320,8 @@ class PrometheusSource:
         out = _RangeOutput(t, wanted, len(batches))
 
         def batch_queries(batch: list[str] | None) -> list[SignalQuery]:
-            return [sq for sq in profile.queries(window, batch) if not sq.key.startswith("process")]
+            return [sq for sq in profile.queries(window, batch)
+                    if not sq.key.startswith("process") and wanted_query(sq)]
 
         # Pipelined: batch k+1's queries are in flight while batch k is decoded, so the
         # connections never idle at a batch boundary; at most two batches' answers are held.
@@ -347,10 +359,20 @@ class PrometheusSource:
                 out.add(derived)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
-        queues_out, signals = out.result()
+        queues_out, matrices = out.result()
+        if signals is not None:
+            keep = set(signals)
+            matrices = {k: v for k, v in matrices.items() if k in keep}
         return RangeData(start=a, end=b, step_s=step, source=self.name, queues=queues_out,
-                         t=t, signals=signals, warnings=tuple(warnings))
+                         t=t, signals=matrices, warnings=tuple(warnings))
 
+
+_RAW_OF_QUERY: Mapping[str, str] = {
+    "queue_wait_buckets": "histogram:queue_wait", "work_buckets": "histogram:work",
+    "api_calls": "process:api_calls_per_s", "throttle_s_per_s": "process:throttle_s_per_s",
+}
+"""Profile query signal -> the raw input of :func:`models.signals.derive` it answers (the
+others answer the direct matrix of their own name)."""
 
 RANGE_BATCH_QUEUES = 250
 """Queue names per batch of a large range read: 250 names of 60 characters keep each query's
@@ -552,6 +574,8 @@ class _Processes:
                  profile.metrics.rest_client_requests),
                 ("throttle_s_per_s", "throttle_s_per_s", None, "",
                  profile.metrics.rate_limiter_duration)):
+            if signal not in results:
+                continue
             ss = results[signal].series
             rows = []
             for s in ss:
@@ -789,7 +813,7 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
     direct.update(_range_external(profile, results, order, rows, place, shape))
     hists = {prefix: _range_layouts(results[signal].series, ql, rows, place, shape)
              for signal, prefix in (("queue_wait_buckets", "queue_wait"),
-                                    ("work_buckets", "work"))}
+                                    ("work_buckets", "work")) if signal in results}
 
     return RawSignals(
         queues=order, t=t, direct=direct, histograms=hists,

@@ -6,7 +6,7 @@ All rates are per second, all durations in seconds. A value that could not be me
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
@@ -194,5 +194,9 @@ class Source(Protocol):
     def snapshot(self, at: float, window_s: float) -> Snapshot: ...
 
     def range(
-        self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None
-    ) -> RangeData: ...
+        self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None,
+        signals: Collection[str] | None = None,
+    ) -> RangeData:
+        """Signals over [start, end] every ``step_s``; ``queues``/``signals``: only those (a
+        source may read less for fewer signals; it returns at most the ones asked for)."""
+        ...

@@ -55,6 +55,9 @@ _SIGNALS: Mapping[str, tuple[str, ...]] = {
 }
 
 _WANTED_SIGNALS: frozenset[str] = frozenset(s for c in _SIGNALS.values() for s in c)
+HISTORY_SIGNALS: frozenset[str] = _WANTED_SIGNALS
+"""The range signals the advisor's histories are built from: what a range read for advice
+asks the source for (no histogram: the heaviest answers are not needed)."""
 
 
 def history_from_range(range_data: RangeData, queue: str) -> QueueHistory:
@@ -214,7 +217,8 @@ def advise_fleet(
     rng: RangeData | None = None
     if range_s is not None and (queue is None or any(q.queue == queue for q in snap.queues)):
         step = max(range_s / RANGE_POINTS, MIN_STEP_S)
-        rng = source.range(at - range_s, at, step, [queue] if queue is not None else None)
+        rng = source.range(at - range_s, at, step, [queue] if queue is not None else None,
+                           HISTORY_SIGNALS)
     return advise_data(snap, rng, range_s=range_s, slo_wait_s=slo_wait_s, queue=queue,
                        thresholds=thresholds, keys=keys)
 

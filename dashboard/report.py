@@ -43,7 +43,7 @@ import shutil
 import tempfile
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -221,7 +221,7 @@ class _MemoSource:
     def __init__(self, inner: Source) -> None:
         self.inner = inner
         self.snapshots: dict[tuple[float, float], Snapshot] = {}
-        self.ranges: dict[tuple[float, float, float], RangeData] = {}
+        self.ranges: dict[tuple[float, float, float, tuple[str, ...] | None], RangeData] = {}
 
     @property
     def name(self) -> str:
@@ -234,10 +234,11 @@ class _MemoSource:
         return self.snapshots[key]
 
     def range(self, start: float, end: float, step_s: float,
-              queues: Sequence[str] | None = None) -> RangeData:
-        key = (start, end, step_s)
+              queues: Sequence[str] | None = None,
+              signals: Collection[str] | None = None) -> RangeData:
+        key = (start, end, step_s, tuple(sorted(signals)) if signals is not None else None)
         if queues is not None or key not in self.ranges:
-            data = self.inner.range(start, end, step_s, queues)
+            data = self.inner.range(start, end, step_s, queues, signals)
             if queues is not None:
                 return data
             self.ranges[key] = data
@@ -301,7 +302,13 @@ def build_report(
     """Read the source once (snapshot + range for all queues) and build the report model.
 
     Raises ConfigError / CollectorError from the source, ModelInputError for a bad SLO."""
-    from dashboard.advice import MIN_STEP_S, RANGE_POINTS, advise_fleet, recommended_workers
+    from dashboard.advice import (
+        HISTORY_SIGNALS,
+        MIN_STEP_S,
+        RANGE_POINTS,
+        advise_fleet,
+        recommended_workers,
+    )
 
     report_progress = progress or _no_progress
     if not (math.isfinite(slo_wait_s) and slo_wait_s > 0):
@@ -313,7 +320,7 @@ def build_report(
     advice = advise_fleet(memo, at, window_s, range_s, slo_wait_s, thresholds=th)
     snap = memo.snapshot(at, window_s)
     step = max(range_s / RANGE_POINTS, MIN_STEP_S)
-    range_data = memo.ranges.get((at - range_s, at, step))
+    range_data = memo.ranges.get((at - range_s, at, step, tuple(sorted(HISTORY_SIGNALS))))
     by_queue = {q.queue: q for q in snap.queues}
     series = _series_of(range_data)
     total = len(advice.queues)

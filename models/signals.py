@@ -28,7 +28,7 @@ Pure numpy; no I/O. All rates per second, durations in seconds.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +37,7 @@ import numpy.typing as npt
 from models.histogram import QUANTILES, bucket_quantile
 
 __all__ = [
+    "ALWAYS",
     "HISTOGRAMS",
     "MIN_COVERAGE",
     "RATE_FIELDS",
@@ -45,6 +46,7 @@ __all__ = [
     "ProcessSeries",
     "RawSignals",
     "derive",
+    "raw_inputs",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -68,6 +70,33 @@ RATE_FIELDS: tuple[str, ...] = (
 
 RESULTS_PREFIX = "reconcile_results_per_s."
 """Matrices named ``reconcile_results_per_s.<result>`` are rates too (gap-masked)."""
+
+
+ALWAYS: frozenset[str] = frozenset({"samples_in_window"})
+"""Raw inputs every read needs: the sample counts behind the scrape-gap masks."""
+
+_DERIVED_FROM: Mapping[str, tuple[str, ...]] = {
+    "service_mean_s": ("busy_workers", "throughput_per_s"),
+    "utilization": ("busy_workers", "workers"),
+    "littles_law_ratio": ("depth_mean", "arrival_rate_per_s", "queue_wait_mean_s"),
+    **{f"{h}_{p}_s": (f"histogram:{h}",) for h in HISTOGRAMS for p, _ in QUANTILES},
+    "api_calls_per_s": ("process:api_calls_per_s",),
+    "throttle_s_per_s": ("process:throttle_s_per_s",),
+}
+
+
+def raw_inputs(signals: Iterable[str]) -> frozenset[str]:
+    """The raw inputs :func:`derive` needs to produce ``signals``: direct matrix names,
+    ``histogram:<prefix>`` and ``process:<total field>`` (a source reads only those), plus
+    :data:`ALWAYS`. ``<field>.<key>`` names need their mapping field
+    (``api_calls_by_class_per_s.429`` → the API-call process series)."""
+    out = set(ALWAYS)
+    for name in signals:
+        field_name = name.split(".", 1)[0]
+        if field_name == "api_calls_by_class_per_s":
+            field_name = "api_calls_per_s"
+        out.update(_DERIVED_FROM.get(field_name, (field_name,)))
+    return frozenset(out)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from collectors.types import RangeData, Snapshot
 from dashboard.advice import (
     DASHBOARD_RANGE_S,
     DASHBOARD_STEP_S,
+    HISTORY_SIGNALS,
     FleetAdvice,
     advise_data,
 )
@@ -122,7 +123,8 @@ def read_history(ctx: AppContext, now: float) -> tuple[RangeData | None, str]:
     if ctx.source is None:
         return None, ""
     try:
-        data = ctx.source.range(now - SPARK_RANGE_S, now, SPARK_STEP_S, None)
+        data = ctx.source.range(now - SPARK_RANGE_S, now, SPARK_STEP_S, None,
+                                HISTORY_SIGNALS | set(SPARK_SIGNALS))
     except CollectorError as exc:
         return None, f"No history (sparklines, trend rules): {exc}"
     return data, "; ".join(data.warnings)

@@ -184,7 +184,7 @@ class _HangingSource(DemoSource):
     """The demo, except that reading history hangs for a minute (an unresponsive server)."""
 
     def range(self, start: float, end: float, step_s: float,
-              queues: Sequence[str] | None = None) -> RangeData:
+              queues: Sequence[str] | None = None, signals: object = None) -> RangeData:
         time.sleep(60)
         return super().range(start, end, step_s, queues)
 

@@ -10,6 +10,7 @@ import pytest
 
 from collectors.demo import DemoSource
 from dashboard.cli import main
+from dashboard.report import CHART_CLASS, CHART_DATA_ID
 
 AT = "2023-11-14T16:00:00Z"
 NAMES = DemoSource(seed=0).queue_names
@@ -49,7 +50,11 @@ def test_each_format_to_a_file(
         assert all(name in text for name in NAMES)
         if fmt == "html":
             assert text.startswith("<!DOCTYPE html>")
-            assert text.count("Plotly.newPlot") == 16
+            assert text.count("Plotly.newPlot") == 1  # one draw function for every chart
+            blob = text.split(f'<script type="application/json" id="{CHART_DATA_ID}">', 1)[1]
+            charts = json.loads(blob.split("</script>", 1)[0])["charts"]
+            assert len(charts) == 16  # two per demo queue, their data embedded once
+            assert text.count(f'class="{CHART_CLASS}') == 16
         else:
             assert text.startswith("# queuelens capacity report")
 

@@ -36,7 +36,7 @@ class CountingSource:
                         queues=[QueueSnapshot(queue="q", arrival_rate_per_s=float(at))])
 
     def range(self, start: float, end: float, step_s: float,
-              queues: Sequence[str] | None = None) -> RangeData:
+              queues: Sequence[str] | None = None, signals: object = None) -> RangeData:
         with self.lock:
             self.calls.append(("range", start, end, step_s))
         if self.fail is not None:

@@ -95,3 +95,25 @@ def test_demo_range_point_equals_demo_snapshot() -> None:
     snap = demo.snapshot(float(point), WINDOW_S)
     rng = demo.range(float(point - 2 * STEP), float(point), STEP)
     assert _assert_point_equals_snapshot(rng, list(snap.queues), point) > 100
+
+
+@pytest.mark.prometheus
+def test_range_of_some_signals_reads_only_their_queries(
+    backfilled_prometheus: PrometheusProcess,
+) -> None:
+    from dashboard.advice import HISTORY_SIGNALS
+
+    src = _source(backfilled_prometheus.url)
+    before = src.client.query_count
+    whole = src.range(AT - 3600, AT, 60)
+    full_queries = src.client.query_count - before
+    before = src.client.query_count
+    some = src.range(AT - 3600, AT, 60, signals=HISTORY_SIGNALS)
+    # the advisor's history needs neither histogram nor the slope of unfinished work: the two
+    # bucket queries and the deriv() query are not sent
+    assert src.client.query_count - before == full_queries - 3
+    assert set(some.signals) <= HISTORY_SIGNALS
+    assert {"arrival_rate_per_s", "service_mean_s", "api_calls_by_class_per_s.429",
+            "depth_mean"} <= set(some.signals)
+    for name in some.signals:
+        np.testing.assert_array_equal(some.matrix(name), whole.matrix(name), err_msg=name)

@@ -41,7 +41,7 @@ class CountingSource:
         return self.inner.snapshot(at, window_s)
 
     def range(self, start: float, end: float, step_s: float,
-              queues: Sequence[str] | None = None) -> RangeData:
+              queues: Sequence[str] | None = None, signals: object = None) -> RangeData:
         self.calls.append(("range", None if queues is None else tuple(queues)))
         return self.inner.range(start, end, step_s, queues)
 

@@ -28,7 +28,7 @@ class _NamedSource:
         raise AssertionError("not read in these tests")
 
     def range(self, start: float, end: float, step_s: float,
-              queues: Sequence[str] | None = None) -> RangeData:
+              queues: Sequence[str] | None = None, signals: object = None) -> RangeData:
         raise AssertionError("not read in these tests")
 
 

@@ -35,7 +35,7 @@ class _FakeSource:
         return Snapshot(at=at, window_s=window_s, source="fake", queues=[self.q])
 
     def range(self, start: float, end: float, step_s: float,
-              queues: list[str] | None = None) -> RangeData:
+              queues: list[str] | None = None, signals: object = None) -> RangeData:
         self.calls.append(f"range {queues}")
         frame = pd.DataFrame(
             [{"queue": self.q.queue, "signal": s, "t": t, "value": v} for s, t, v in self.rows],

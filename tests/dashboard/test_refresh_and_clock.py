@@ -158,8 +158,8 @@ class _Recorder:
         return self.inner.snapshot(at, window_s)
 
     def range(self, start: float, end: float, step_s: float,
-              queues: Any = None) -> RangeData:
-        return self.inner.range(start, end, step_s, queues)
+              queues: Any = None, signals: Any = None) -> RangeData:
+        return self.inner.range(start, end, step_s, queues, signals)
 
 
 def test_pages_read_at_the_fixed_time() -> None:

@@ -79,7 +79,7 @@ class HostileSource:
                         queues=[self._queue(i, n) for i, n in enumerate(self.names)])
 
     def range(self, start: float, end: float, step_s: float,
-              queues: Sequence[str] | None = None) -> RangeData:
+              queues: Sequence[str] | None = None, signals: object = None) -> RangeData:
         rows = []
         t = start
         while t <= end:

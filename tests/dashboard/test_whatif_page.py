@@ -118,7 +118,7 @@ class _UslSource:
         return Snapshot(at=at, window_s=window_s, source="usl", queues=[q])
 
     def range(self, start: float, end: float, step_s: float,
-              queues: list[str] | None = None) -> RangeData:
+              queues: list[str] | None = None, signals: object = None) -> RangeData:
         t = np.arange(start, end + 1, step_s)
         n = np.linspace(1.0, 1.0 + self.spread, len(t))
         x = 2.0 * n / (1 + self.sigma * (n - 1) + self.kappa * n * (n - 1))
