@@ -576,16 +576,11 @@ class _Processes:
                  profile.metrics.rate_limiter_duration)):
             if signal not in results:
                 continue
-            ss = results[signal].series
-            rows = []
-            for s in ss:
-                row = np.full((1, len(t)), np.nan)
-                _place(row, 0, s, t, step)
-                rows.append((s.labels, row[0]))
-                for kind, n in s.dropped.items():
-                    note = f"{signal}: {n} {kind} point(s) left out"
-                    if note not in warnings:
-                        warnings.append(note)
+            res: RangeResult = results[signal]
+            _note_dropped(signal, res, warnings)
+            vals = np.full((len(res.labels), len(t)), np.nan)
+            _scatter(vals, res, np.arange(len(res.labels), dtype=np.int64), t, step)
+            rows = list(zip(res.labels, vals, strict=True))
             text = procs.note(metric, procs.add(rows, total_field, sub, class_field))
             if text and text not in warnings:
                 warnings.append(text)
@@ -760,21 +755,19 @@ def _bucket_reason(pairs: Sequence[tuple[float, float]]) -> str:
 def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[SignalQuery],
                queues: Sequence[str] | None, t: np.ndarray, step: float, window_s: float,
                procs: _Processes, warnings: list[str]) -> RawSignals:
-    """Range answers decoded straight into (queues × times) matrices on the read's grid."""
+    """Range answers decoded straight into (queues × times) matrices on the read's grid: each
+    answer is scattered in one operation (its points are flat arrays, see
+    :class:`collectors.prom_client.RangeResult`)."""
     ql, cl = profile.queue_label, profile.controller_label
     wanted = set(queues) if queues else None
     label_of = {"queue": ql, "controller": cl, "controller_result": cl, "queue_le": ql}
     names: set[str] = set()
     for sq in queries:
         res: RangeResult = results[sq.signal]
-        for s in res.series:
-            for kind, n in s.dropped.items():
-                note = f"{sq.signal}: {n} {kind} point(s) left out"
-                if note not in warnings:
-                    warnings.append(note)
+        _note_dropped(sq.signal, res, warnings)
         label = label_of.get(sq.key)
         if label is not None:
-            names |= {s.labels.get(label, "") for s in res.series}
+            names |= {lb.get(label, "") for lb in res.labels}
     names.discard("")
     if wanted is not None:
         names &= wanted
@@ -789,29 +782,28 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
     counts = None
     for sq in queries:
         label = label_of.get(sq.key)
-        if label is None:
+        if label is None or sq.key == "queue_le":
             continue
         res = results[sq.signal]
-        if sq.key == "queue_le":
-            continue
+        series_row = np.array([rows.get(lb.get(label, ""), -1) for lb in res.labels],
+                              dtype=np.int64)
         if sq.key == "controller_result":
-            for s in res.series:
-                i = rows.get(s.labels.get(cl, ""))
-                if i is not None:
-                    name = f"reconcile_results_per_s.{s.labels.get('result', '')}"
-                    place(direct.setdefault(name, np.full(shape, np.nan)), i, s)
+            kinds = [lb.get("result", "") for lb in res.labels]
+            for kind in sorted(set(kinds)):
+                mine = np.where(np.array([k == kind for k in kinds]), series_row, -1)
+                out = np.full(shape, np.nan)
+                _scatter(out, res, mine, t, step)
+                if np.isfinite(out).any():
+                    direct[f"reconcile_results_per_s.{kind}"] = out
             continue
         out = np.full(shape, np.nan)
-        for s in res.series:
-            i = rows.get(s.labels.get(label, ""))
-            if i is not None:
-                place(out, i, s)
+        _scatter(out, res, series_row, t, step)
         if sq.signal == "samples_in_window":
             counts = out
         else:
             direct[sq.signal] = out
     direct.update(_range_external(profile, results, order, rows, place, shape))
-    hists = {prefix: _range_layouts(results[signal].series, ql, rows, place, shape)
+    hists = {prefix: _range_layouts(results[signal], ql, rows, t, step)
              for signal, prefix in (("queue_wait_buckets", "queue_wait"),
                                     ("work_buckets", "work")) if signal in results}
 
@@ -825,42 +817,71 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
         process_series=procs.series)
 
 
+def _note_dropped(signal: str, res: RangeResult, warnings: list[str]) -> None:
+    for dropped in res.dropped:
+        for kind, n in dropped.items():
+            note = f"{signal}: {n} {kind} point(s) left out"
+            if note not in warnings:
+                warnings.append(note)
+
+
 def _instant_rows(samples: Sequence[Sample]) -> list[tuple[Mapping[str, str], np.ndarray]]:
     return [(smp.labels, np.array([math.nan if smp.value is None else smp.value]))
             for smp in samples]
 
 
+def _columns(res: RangeResult, t: np.ndarray, step: float) -> np.ndarray:
+    """Grid column of every point of an answer."""
+    if len(t) == 0:
+        return np.empty(0, dtype=np.int64)
+    return np.asarray(np.rint((res.t - t[0]) / step), dtype=np.int64)
+
+
+def _scatter(out: np.ndarray, res: RangeResult, series_row: np.ndarray, t: np.ndarray,
+             step: float, series_col: np.ndarray | None = None) -> None:
+    """Every point of an answer into ``out[row, col]`` (``out[row, extra, col]`` with
+    ``series_col``); a series whose row is −1 is skipped."""
+    if len(res.v) == 0 or len(series_row) == 0:
+        return
+    r = series_row[res.row]
+    c = _columns(res, t, step)
+    ok = (r >= 0) & (c >= 0) & (c < len(t))
+    if series_col is None:
+        out[r[ok], c[ok]] = res.v[ok]
+    else:
+        out[r[ok], series_col[res.row][ok], c[ok]] = res.v[ok]
+
+
 def _place(out: np.ndarray, row: int, s: RangeSeries, t: np.ndarray, step: float) -> None:
     """One range series into row ``row`` of ``out`` (columns: the read's grid ``t``)."""
-    n = len(s.t)
-    if n and n == len(t) and s.t[0] == t[0] and s.t[-1] == t[-1]:
-        out[row] = s.v  # the usual case: a point at every step of the grid
-    elif n:
+    if len(s.t):
         idx = np.rint((s.t - t[0]) / step).astype(np.int64)
         ok = (idx >= 0) & (idx < len(t))
         out[row, idx[ok]] = s.v[ok]
 
 
-def _range_layouts(series: Sequence[RangeSeries], label: str, rows: Mapping[str, int],
-                   place: Callable[[np.ndarray, int, RangeSeries], None],
-                   shape: tuple[int, int]) -> list[Histogram]:
+def _range_layouts(res: RangeResult, label: str, rows: Mapping[str, int], t: np.ndarray,
+                   step: float) -> list[Histogram]:
     """Bucket series grouped by queue, then by bucket layout: (queues, times, buckets)."""
-    per_q: dict[int, list[tuple[float, RangeSeries]]] = defaultdict(list)
-    for s in series:
-        i = rows.get(s.labels.get(label, ""))
-        le = parse_le(s.labels.get("le", ""))
+    per_q: dict[int, list[tuple[float, int]]] = defaultdict(list)
+    for j, lb in enumerate(res.labels):
+        i = rows.get(lb.get(label, ""))
+        le = parse_le(lb.get("le", ""))
         if i is not None and le is not None:
-            per_q[i].append((le, s))
+            per_q[i].append((le, j))
     groups: dict[tuple[float, ...], list[int]] = defaultdict(list)
     for i, pairs in per_q.items():
         pairs.sort(key=lambda p: p[0])
         groups[tuple(le for le, _ in pairs)].append(i)
     out = []
     for bounds, members in groups.items():
-        counts = np.full((len(members), len(bounds), shape[1]), np.nan)
+        series_row = np.full(len(res.labels), -1, dtype=np.int64)
+        series_col = np.zeros(len(res.labels), dtype=np.int64)
         for r, i in enumerate(members):
-            for b, (_, s) in enumerate(per_q[i]):
-                place(counts[r], b, s)
+            for b, (_, j) in enumerate(per_q[i]):
+                series_row[j], series_col[j] = r, b
+        counts = np.full((len(members), len(bounds), len(t)), np.nan)
+        _scatter(counts, res, series_row, t, step, series_col)
         out.append(Histogram(np.array(bounds), np.ascontiguousarray(counts.transpose(0, 2, 1)),
                              np.array(members, dtype=np.int64)))
     return out
