@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from itertools import chain
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import requests
@@ -68,8 +68,9 @@ def classify_value(text: Any) -> tuple[float | None, str | None]:
     return value, None
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(NamedTuple):
+    """One sample of an instant answer (a tuple: thousands are made per snapshot)."""
+
     labels: Mapping[str, str]
     value: float | None
     special: str | None = None
@@ -231,12 +232,13 @@ def _retry_after(response: requests.Response | None) -> float | None:
 
 
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
+_STR_ONLY = frozenset({str})
 
 
 def _labels(item: Mapping[str, Any]) -> dict[str, str]:
     """A result's ``metric`` object as str -> str (TypeError when it is not an object)."""
     metric = item.get("metric") or {}
-    if type(metric) is dict and all(type(v) is str for v in metric.values()):
+    if type(metric) is dict and set(map(type, metric.values())) <= _STR_ONLY:
         return metric  # decoded JSON: keys are str already; no copy (it is ours alone)
     if not isinstance(metric, Mapping):
         raise TypeError("metric is not an object")
@@ -365,8 +367,11 @@ class PrometheusClient:
             raw = item.get("value")
             if raw is None:
                 continue
-            value, special = classify_value(raw[1])
-            yield Sample(labels=_labels(item), value=value, special=special)
+            value = float(raw[1])
+            if value - value == 0.0:  # finite (NaN and ±inf give NaN)
+                yield Sample(_labels(item), value)
+            else:
+                yield Sample(_labels(item), *classify_value(raw[1]))
 
     @staticmethod
     def _decode_range(items: Any, a: float, b: float, step: float, warnings: list[str]

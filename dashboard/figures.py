@@ -24,6 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from dashboard.signals import Series
 
 Figure = dict[str, Any]
@@ -537,28 +540,34 @@ def sparkline_text(values: Sequence[float | None], width: int = 24) -> str:
 
     ``values`` are bucketed into ``width`` cells (each cell shows its bucket's largest value);
     a bucket with no finite value is a blank, never a zero bar. All missing → ''."""
+    row = np.array([math.nan if v is None else v for v in values], dtype=np.float64)
+    return sparklines_text(row.reshape(1, -1), width)[0]
+
+
+def sparklines_text(table: npt.ArrayLike, width: int = 24) -> list[str]:
+    """:func:`sparkline_text` of every row of a (rows × points) table at once (NaN or ±inf =
+    missing): bucket maxima by one ``fmax.reduceat``, levels by array arithmetic."""
     if width < 1:
         raise ValueError(f"width must be at least 1, got {width}.")
-    finite = [v if v is not None and math.isfinite(v) else None for v in values]
-    if not any(v is not None for v in finite):
-        return ""
-    n = len(finite)
+    t = np.asarray(table, dtype=np.float64)
+    if t.ndim != 2:
+        raise ValueError("sparklines need a 2-D table (rows × points)")
+    rows, n = t.shape
+    if n == 0:
+        return [""] * rows
+    t = np.where(np.isfinite(t), t, np.nan)
     cells = min(width, n)
-    buckets: list[float | None] = []
-    for i in range(cells):
-        part = [v for v in finite[i * n // cells:(i + 1) * n // cells] if v is not None]
-        buckets.append(max(part) if part else None)
-    top = max(b for b in buckets if b is not None)
-    out = []
-    for b in buckets:
-        if b is None:
-            out.append(" ")
-        elif top <= 0:
-            out.append(SPARK_BLOCKS[0])
-        else:
-            level = round(max(b, 0.0) / top * (len(SPARK_BLOCKS) - 1))
-            out.append(SPARK_BLOCKS[level])
-    return "".join(out)
+    starts = np.array([i * n // cells for i in range(cells)], dtype=np.int64)
+    with np.errstate(invalid="ignore"):
+        buckets = np.fmax.reduceat(t, starts, axis=1)
+        has: npt.NDArray[np.bool_] = ~np.isnan(buckets)
+        top = np.max(np.where(has, buckets, -np.inf), axis=1, keepdims=True)
+        scaled = np.maximum(buckets, 0.0) / np.where(top > 0, top, 1.0)
+    levels = np.where(top > 0, np.round(scaled * (len(SPARK_BLOCKS) - 1)), 0.0)
+    codes = np.where(has, np.nan_to_num(levels).astype(np.int64), len(SPARK_BLOCKS))
+    chars = np.array([*SPARK_BLOCKS, " "], dtype=object)[codes]
+    any_row = [bool(x) for x in np.any(has, axis=1).tolist()]
+    return ["".join(r) if ok else "" for r, ok in zip(chars.tolist(), any_row, strict=True)]
 
 
 # --- key trace and retry storm (dashboard/pages/keys.py, dashboard/pages/retries.py) ---------

@@ -36,7 +36,7 @@ from dashboard.advice import (
     advise_data,
 )
 from dashboard.context import AppContext, register_page
-from dashboard.figures import sparkline_text
+from dashboard.figures import sparklines_text
 from models.advisor import SEVERITIES
 from models.errors import ModelInputError
 
@@ -108,13 +108,8 @@ def sparklines(data: RangeData, width: int = SPARK_WIDTH) -> dict[str, str]:
     ok = (index >= 0) & (index < len(grid))
     table = np.full((len(data.queues), len(grid)), np.nan)
     table[:, index[ok]] = data.matrix(signal)[:, ok]
-    out: dict[str, str] = {}
-    for name, values in zip(data.queues, table.tolist(), strict=True):
-        row = [None if math.isnan(v) else v for v in values]
-        text = sparkline_text(row, width)
-        if text:
-            out[name] = text
-    return out
+    texts = sparklines_text(table, width)
+    return {name: text for name, text in zip(data.queues, texts, strict=True) if text}
 
 
 def read_history(ctx: AppContext, now: float) -> tuple[RangeData | None, str]:
