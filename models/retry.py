@@ -19,7 +19,6 @@ limiter never expires counts; ``default_rate_limiters.go``).
 
 from __future__ import annotations
 
-import heapq
 import math
 from dataclasses import dataclass, replace
 
@@ -83,7 +82,8 @@ def retry_storm(
     seed: int = 0,
 ) -> StormResult:
     """Event-driven replay of the storm (a heap of (time, kind, key); ``when`` is called in
-    time order, so a shared token bucket sees failures in the order they happen)."""
+    time order, so a shared token bucket sees failures in the order they happen). The loop is
+    compiled: ``models._simcore.run_storm``, same results as the interpreted loop."""
     if isinstance(keys, bool) or not isinstance(keys, int) or not 1 <= keys <= 1_000_000:
         raise ModelInputError(f"keys must be a whole number from 1 to 1,000,000, got {keys!r}.")
     out = _check("outage", outage_s)
@@ -95,35 +95,23 @@ def retry_storm(
     nbins = math.ceil(hz / bw)
     if nbins > 1_000_000:
         raise ModelInputError("too many rate bins (over 1,000,000); use a larger bin width.")
-    limiter = policy.build(np.random.default_rng(seed))
-    bins = np.zeros(nbins + 1)
-    heap: list[tuple[float, int, int]] = [(0.0, 0, k) for k in range(keys)]
-    attempts = failed = 0
-    lags: list[float] = []
-    counts = np.zeros(keys, dtype=np.int64)
-    budget = 50_000_000
-    while heap:
-        t, kind, k = heapq.heappop(heap)
-        if t > hz:
-            break
-        if kind == 0:  # an attempt starts: one request to the dependency
-            attempts += 1
-            if t > 0:  # a retry (the first attempts at t = 0 are the same for every policy)
-                bins[min(int(t / bw), nbins)] += 1
-            if t < out:
-                heapq.heappush(heap, (t + att, 1, k))
-            else:
-                lags.append(t - out)
-        else:  # the attempt failed: AddRateLimited
-            failed += 1
-            counts[k] += 1
-            heapq.heappush(heap, (t + limiter.when(k, t), 0, k))
-        budget -= 1
-        if budget == 0:
-            raise ModelInputError(
-                "the storm needs more than 50 million steps; use fewer keys, a shorter outage "
-                "or a longer minimum delay."
-            )
+    # The event loop is compiled (models/_simcore.py, numba), imported here so that importing
+    # this module stays cheap.
+    from models import _simcore as core
+
+    run = core.run_storm(
+        keys=keys,
+        lim=core.limiter_record(policy.kind, policy.base_s, policy.cap_s, policy.jitter,
+                                policy.global_qps, policy.burst),
+        bucket=core.new_bucket(policy.burst), outage_s=out, attempt_s=att, horizon_s=hz,
+        bin_s=bw, nbins=nbins, budget=50_000_000, seed=seed,
+    )
+    if run.over_budget:
+        raise ModelInputError(
+            "the storm needs more than 50 million steps; use fewer keys, a shorter outage "
+            "or a longer minimum delay."
+        )
+    attempts, failed, bins, lags, counts = run.attempts, run.failed, run.bins, run.lags, run.counts
     rates = bins[:nbins] / bw
     rates[-1] = bins[nbins - 1] / (hz - (nbins - 1) * bw)
     in_outage = bins[: max(1, int(out / bw))].sum() / max(out, bw)
@@ -133,7 +121,7 @@ def retry_storm(
     if per_key is not None:
         penalty = per_key.unjittered(int(med))
         base = per_key.unjittered(0)
-    lag = np.asarray(lags)
+    lag = lags
     return StormResult(
         policy=policy.describe(),
         keys=keys,

@@ -25,27 +25,26 @@ An **event** is one processed occurrence of: a raw arrival, a reconcile completi
 delayed retry becoming ready (heap pops superseded by an earlier ready time included). Events
 per second of wall time are measured in ``benchmarks/bench_simulate.py``, never here.
 
-Implementation: one binary heap of (time, code) pairs for completions, retries and the initial
-burst (code = kind·K + key, so ties pop in (time, kind, key) order; a completion's heap entry is
-replaced by the worker's next job in one heap operation); start times of reconciles in flight
-in a dict; arrivals merged from a pre-computed block stream (numpy cumulative sums converted to
-Python floats); random numbers drawn in numpy blocks; locals bound in the loop; dependency
-request times binned with numpy after the loop. The function is
+Implementation: the event loop is compiled (``models/_simcore.py``: numba, cached on disk;
+that module says why numba and how the compiled loop gives the interpreted loop's results bit
+for bit). One binary heap of (time, kind, key) entries for completions, retries and the initial
+burst, so ties pop in (time, kind, key) order (a completion's entry is replaced by the worker's
+next job in one heap operation); per-key state (dirty + add time, processing + start time,
+waiting retry, penalised, failure count) in one hash-table record per key; arrivals and all
+random numbers drawn here in numpy blocks, in the order and block sizes of the interpreted
+loop; dependency request times binned with numpy after the loop. The function is
 pure: same inputs and seed → same result; the optional ``progress`` callback only observes.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
-from itertools import chain, repeat
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from models.errors import ModelInputError
 from models.ratelimit import RetryPolicy
@@ -55,6 +54,7 @@ SERVICE_DISTS: tuple[str, ...] = ("exp", "const", "lognormal")
 
 _BLOCK = 1 << 15
 _INF = float("inf")
+_INT64_MAX = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -129,16 +129,6 @@ def _check_int(name: str, value: int, low: int) -> int:
     return int(value)
 
 
-def _blocks(draw: Callable[[], Any]) -> Iterator[float]:
-    """An endless C-level iterator over blocks of pre-drawn numbers (no generator frame)."""
-    return chain.from_iterable(map(_draw_list, repeat(draw)))
-
-
-def _draw_list(draw: Callable[[], Any]) -> list[float]:
-    out: list[float] = draw().tolist()
-    return out
-
-
 def _key_drawer(
     n_keys: int, zipf_s: float, rng: np.random.Generator
 ) -> Callable[[int], np.ndarray]:
@@ -169,29 +159,41 @@ def _arrival_blocks(
     draw_keys: Callable[[int], np.ndarray],
     progress: Callable[[float], None] | None,
     count: list[int],
-) -> Iterator[Iterator[tuple[float, int]]]:
-    """Blocks of Poisson (time, key) arrivals up to ``until_s``, then one end marker
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Blocks (times, keys) of Poisson arrivals up to ``until_s``, then one end marker
     (``end_t``, key −1). Times are cumulative sums of exponential gaps, drawn per block.
     ``count[0]`` is increased by the number of arrivals in each block as it is made."""
     t0 = 0.0
     while lam > 0:
         times = t0 + np.cumsum(rng.exponential(1.0 / lam, _BLOCK))
-        ks = draw_keys(_BLOCK)
+        ks = draw_keys(_BLOCK).astype(np.int64, copy=False)
         if times[-1] > until_s:
             n = int(np.searchsorted(times, until_s, side="right"))
             count[0] += n
-            yield zip(times[:n].tolist(), ks[:n].tolist(), strict=True)
+            yield times[:n], ks[:n]
             break
         t0 = float(times[-1])
         count[0] += _BLOCK
-        yield zip(times.tolist(), ks.tolist(), strict=True)
+        yield times, ks
         if progress is not None:
             progress(t0 / until_s)
-    yield iter(((end_t, -1),))
+    yield np.array([end_t]), np.array([-1], dtype=np.int64)
 
 
-# How the worker that takes a key schedules its completion (see the event loop).
-_REPLACE, _PUSH, _ARRIVAL = 0, 1, 2
+def _trace_events(rows: np.ndarray) -> tuple[SimEvent, ...]:
+    """The loop's trace rows (time, kind code, key, value) as SimEvents."""
+    from models._simcore import T_FAILURE, T_START, TRACE_KINDS
+
+    out = []
+    for t, kind, key, value in zip(rows["t"].tolist(), rows["kind"].tolist(),
+                                   rows["key"].tolist(), rows["value"].tolist(), strict=True):
+        detail = ""
+        if kind == T_FAILURE:
+            detail = f"retry in {value:.6g} s"
+        elif kind == T_START:
+            detail = f"waited {value:.6g} s"
+        out.append(SimEvent(t, TRACE_KINDS[kind], key, detail))
+    return tuple(out)
 
 
 def simulate(
@@ -270,260 +272,78 @@ def simulate(
         raise ModelInputError("Zipf-skewed keys need keys ≤ 10,000,000 (a probability table).")
     n_trace = _check_int("trace limit", trace_limit, 0)
 
-    rng = np.random.default_rng(seed)
-    limiter = policy.build(np.random.default_rng(rng.integers(1 << 62)))
-    when = limiter.when
-    forget = limiter.forget
+    # The event loop is compiled (models/_simcore.py, numba); it is imported here, not at the
+    # top, so that importing this module stays cheap for the commands that never simulate.
+    from models import _simcore as core
 
-    # --- random streams -------------------------------------------------------------------
+    rng = np.random.default_rng(seed)
+    jitter_rng = np.random.default_rng(rng.integers(1 << 62))  # the limiter's generator
+
+    # --- random streams (drawn here in blocks; the loop only reads them) -------------------
     arr_rng, key_rng, svc_rng, u_rng = rng.spawn(4)
     draw_keys = _key_drawer(K, zs, key_rng)
     end_t = math.nextafter(T, _INF)
 
+    draw_svc: Callable[[], npt.NDArray[np.float64]] | None
     if service_dist == "const" or (service_dist == "lognormal" and cv == 0):
         svc_const = True
-        svc: Iterator[float] = iter(())
+        draw_svc = None
     elif service_dist == "exp":
         svc_const = False
-        svc = _blocks(partial(svc_rng.exponential, mean_s, _BLOCK))
+        draw_svc = lambda: svc_rng.exponential(mean_s, _BLOCK)  # noqa: E731
     else:
         svc_const = False
         sig2 = math.log1p(cv * cv)
         mu_ln = math.log(mean_s) - sig2 / 2.0
         sig = math.sqrt(sig2)
-        svc = _blocks(partial(svc_rng.lognormal, mu_ln, sig, _BLOCK))
-    unif = _blocks(partial(u_rng.random, _BLOCK))
-    nxt_svc = svc.__next__
-    nxt_u = unif.__next__
+        draw_svc = lambda: svc_rng.lognormal(mu_ln, sig, _BLOCK)  # noqa: E731
+    draw_u = (lambda: u_rng.random(_BLOCK)) if p_fail else None
+    jittered = policy.kind == "exp" and policy.jitter != "none"
+    draw_jitter = (lambda: jitter_rng.random(_BLOCK)) if jittered else None
 
-    # --- state ----------------------------------------------------------------------------
-    # Heap entries are (time, code): code k for "the reconcile of k finishes", K + k for "a
-    # delayed retry of k is ready", 2K + k for an initial-burst raw event of k, so ties pop in
-    # (time, kind, key) order. The start time of a reconcile in flight is in `processing`.
-    heap: list[tuple[float, int]] = [(_INF, -1)]  # sentinel
-    push = heapq.heappush
-    pop = heapq.heappop
-    replace = heapq.heapreplace
-    K2 = 2 * K
-    queue: deque[int] = deque()
-    qappend = queue.append
-    qpop = queue.popleft
-    # The dirty set is exactly the key set of `addtime` (a key becomes dirty at its counted
-    # add and stops being dirty at Get, which is when its add time is consumed), so one dict
-    # serves as both. `processing` maps a key in flight to the time its reconcile started.
-    dirty: dict[int, float] = {}
-    processing: dict[int, float] = {}
-    proc_pop = processing.pop
-    addtime = dirty
-    addtime_pop = addtime.pop
-    waiting: dict[int, float] = {}
-    penalized: set[int] = set()
-    wh: list[float] = []
-    wf: list[float] = []
-    wh_append = wh.append
-    wf_append = wf.append
-    dep_t: list[float] = []  # time of each dependency request, binned at the end
-    dep_append = dep_t.append
-    inv_bin = 1.0 / binw
-    trace: list[SimEvent] = []
-    tracing = n_trace > 0
+    params = np.zeros(1, dtype=core.SIM_PARAMS)
+    params[0] = (W, p_fail, fw0, fw1, mean_s, dq, dburst,
+                 min(m, _INT64_MAX),  # keys are drawn below 2^63, so k < m is unchanged
+                 svc_const, dep_on, forget_on_success, n_trace)
+    lim = core.limiter_record(policy.kind, policy.base_s, policy.cap_s, policy.jitter,
+                              policy.global_qps, policy.burst)
     n_arrivals = [0]
-
-    idle = c
-    raw = coalesced = retry_adds = 0
-    completed = early_done = failed = retries = retry_pops = 0
-    hot_done = 0
-    depth_max = 0
-    depth_corr = busy_area = work_sum = 0.0
-    dtok = dburst
-    dlast = 0.0
-
-    if initial_burst:
-        # N keys failing together: raw events for keys 0…m−1 at t = 0, through the heap
-        heap.extend((0.0, K2 + k0) for k0 in range(m))
-        heapq.heapify(heap)
-
     blocks = _arrival_blocks(lam, T, end_t, arr_rng, draw_keys, progress, n_arrivals)
 
-    # --- the event loop -------------------------------------------------------------------
-    # Arrivals come from a C-level chain over pre-computed blocks; heap events (completions,
-    # retries) due before the next arrival are handled in the inner loop, then the arrival
-    # itself. "A worker gets k" is written once, inline, for both (a function call per event
-    # would cost about a fifth of the speed); ``top`` says how its completion is scheduled.
-    # Counters that follow from others are derived after the loop (raw events = arrivals +
-    # burst events, counted adds = raw − coalesced, completions = after the warm-up +
-    # early_done).
-    for ta, ka in chain.from_iterable(blocks):
-        while True:
-            if heap[0][0] >= ta:
-                # the arrival at ta (heap events due before it are done)
-                if ka < 0:
-                    break  # the end marker: everything up to T is done
-                t = ta
-                k = ka
-                if k in dirty:
-                    coalesced += 1
-                    if tracing:
-                        trace.append(SimEvent(t, "coalesced", k))
-                    break
-                addtime[k] = t
-                if tracing:
-                    trace.append(SimEvent(t, "arrival", k))
-                if len(dirty) > depth_max:
-                    depth_max = len(dirty)
-                if k in processing:
-                    break
-                if not idle:
-                    qappend(k)
-                    break
-                idle -= 1
-                top = _ARRIVAL
-            else:
-                t, k = heap[0]
-                if k < K:
-                    # reconcile of k finished at t (started at ts). Its heap entry stays at the
-                    # top (anything pushed meanwhile is later) until the worker goes idle or
-                    # takes its next key, which replaces it: one heap operation instead of two.
-                    ts = proc_pop(k)
-                    if t > W:
-                        w = t - ts
-                        busy_area += w if ts > W else t - W
-                        completed += 1
-                        work_sum += w
-                        if k == 0:
-                            hot_done += 1
-                    else:
-                        early_done += 1
-                    if p_fail and k < m and fw0 <= ts < fw1 and nxt_u() < p_fail:
-                        failed += 1
-                        retries += 1
-                        penalized.add(k)
-                        d = when(k, t)
-                        if tracing:
-                            trace.append(SimEvent(t, "failure", k, f"retry in {d:.6g} s"))
-                        if d <= 0:
-                            if k not in dirty:
-                                addtime[k] = t
-                                retry_adds += 1
-                        else:
-                            r = t + d
-                            old = waiting.get(k)
-                            if old is None or r < old:
-                                waiting[k] = r
-                                push(heap, (r, K + k))
-                    else:
-                        if penalized and k in penalized and forget_on_success:
-                            forget(k)
-                            penalized.discard(k)
-                        if tracing:
-                            trace.append(SimEvent(t, "success", k))
-                    if k in dirty:
-                        qappend(k)
-                    if not queue:
-                        idle += 1
-                        pop(heap)
-                        continue
-                    k = qpop()
-                    top = _REPLACE
-                else:
-                    pop(heap)
-                    top = _PUSH
-                    if k < K2:
-                        # a delayed retry of k is ready at t
-                        k -= K
-                        retry_pops += 1
-                        if waiting.get(k) != t:
-                            continue  # superseded by an earlier ready time
-                        del waiting[k]
-                        if tracing:
-                            trace.append(SimEvent(t, "retry-ready", k))
-                        if k in dirty:
-                            continue
-                        retry_adds += 1
-                    else:
-                        # initial burst: a raw event for k at t = 0
-                        k -= K2
-                        raw += 1
-                        if k in dirty:
-                            coalesced += 1
-                            continue
-                        if tracing:
-                            trace.append(SimEvent(t, "arrival", k))
-                    addtime[k] = t
-                    if len(dirty) > depth_max:
-                        depth_max = len(dirty)
-                    if k in processing:
-                        continue
-                    if not idle:
-                        qappend(k)
-                        continue
-                    idle -= 1
-            # a worker gets k at time t
-            processing[k] = t
-            a = addtime_pop(k)
-            if t >= W:
-                if k < m:
-                    wf_append(t - a)
-                else:
-                    wh_append(t - a)
-                if a < W:
-                    depth_corr += W - a
-            s = mean_s if svc_const else nxt_svc()
-            if k < m:
-                if dep_on:
-                    if t > dlast:
-                        dtok += (t - dlast) * dq
-                        if dtok > dburst:
-                            dtok = dburst
-                        dlast = t
-                    dtok -= 1.0
-                    if dtok < 0:
-                        s -= dtok / dq
-                        dep_append(t - dtok / dq)
-                    else:
-                        dep_append(t)
-                else:
-                    dep_append(t)
-            if tracing:
-                trace.append(SimEvent(t, "start", k, f"waited {t - a:.6g} s"))
-                if len(trace) >= n_trace:
-                    tracing = False
-            if top == _REPLACE:
-                replace(heap, (t + s, k))
-            else:
-                push(heap, (t + s, k))
-                if top == _ARRIVAL:
-                    break  # this arrival is handled; the next one comes from the blocks
-
-        if ka < 0:
-            break
+    # --- the event loop (models/_simcore.py: _sim_run) -------------------------------------
+    run = core.run_simulation(
+        params=params, lim=lim, bucket=core.new_bucket(policy.burst), workers=c,
+        burst_keys=m if initial_burst else 0, blocks=blocks, draw_svc=draw_svc, draw_u=draw_u,
+        draw_jitter=draw_jitter, size_hint=int(min(lam * T, 1 << 22)), T=T,
+    )
 
     if progress is not None:
         progress(1.0)
 
-    raw += n_arrivals[0]
+    st = run.state
+    raw = st["raw"] + n_arrivals[0]
+    coalesced = st["coalesced"]
+    completed, failed, retries = int(st["completed"]), int(st["failed"]), int(st["retries"])
     ev_adds = raw - coalesced
-    completions_all = completed + early_done
+    completions_all = completed + int(st["early_done"])
+    wh, wf = run.wh, run.wf
+    inv_bin = 1.0 / binw
 
     # --- residuals at the end of the window ----------------------------------------------
-    for _tt, k in heap:  # reconciles still in flight, in heap order
-        if 0 <= k < K:
-            ts = processing[k]
-            busy_area += T - (ts if ts > W else W)
+    busy_area = run.busy_area  # includes the reconciles still in flight, in heap order
     # ∫ depth dt over [W, T] = Σ (get − max(add, W)) over gets in the window + keys still dirty
-    depth_area = math.fsum(wh) + math.fsum(wf) - depth_corr
-    for a in addtime.values():
-        depth_area += T - (a if a > W else W)
+    depth_area = core.fsum(wh) + core.fsum(wf) - float(st["depth_corr"])  # = math.fsum
+    depth_area = core.dirty_residual(run.table, depth_area, T, W)
     # requests per bin; a request delayed past T by the token bucket lands in bin nbins
     bins = np.bincount(
-        np.minimum(np.floor(np.asarray(dep_t, dtype=np.float64) * inv_bin), nbins).astype(np.int64),
+        np.minimum(np.floor(run.dep * inv_bin), nbins).astype(np.int64),
         minlength=nbins + 1,
     ).tolist()
     dep_requests = sum(bins[:nbins])  # requests sent within [0, T]
 
     span = T - W
     split = failing_keys is not None  # healthy vs failing only when a failing subset is given
-    waits = np.asarray(wh + wf, dtype=np.float64)
+    waits = np.concatenate((wh, wf))
     rates = np.asarray(bins[:nbins], dtype=np.float64) * inv_bin
     last_bin = T - (nbins - 1) * binw  # the final bin may be shorter than binw
     if nbins and last_bin > 0:
@@ -542,10 +362,10 @@ def simulate(
     return SimResult(
         duration_s=T,
         warmup_s=W,
-        events=raw + completions_all + retry_pops,
+        events=raw + completions_all + int(st["retry_pops"]),
         raw_events=raw,
         coalesced_events=coalesced,
-        adds=ev_adds + retry_adds,
+        adds=ev_adds + int(st["retry_adds"]),
         coalescing_ratio=(raw / ev_adds) if ev_adds and raw else None,
         completed=completed,
         failed=failed,
@@ -554,11 +374,11 @@ def simulate(
         wait_p50_s=p50,
         wait_p95_s=p95,
         wait_p99_s=p99,
-        work_mean_s=(work_sum / completed) if completed else None,
+        work_mean_s=(float(st["work_sum"]) / completed) if completed else None,
         busy_workers_mean=busy_area / span,
         utilization=busy_area / span / c,
         depth_mean=depth_area / span,
-        depth_max=depth_max,
+        depth_max=int(st["depth_max"]),
         retries=retries,
         dependency_requests=dep_requests,
         dependency_rate_mean_per_s=dep_requests / T,
@@ -569,6 +389,6 @@ def simulate(
         healthy_wait_p99_s=q(wh, 99) if split else None,
         failing_wait_mean_s=mean(wf) if split else None,
         failing_wait_p99_s=q(wf, 99) if split else None,
-        hot_key_throughput_per_s=hot_done / span,
-        trace=tuple(trace[:n_trace]),
+        hot_key_throughput_per_s=int(st["hot_done"]) / span,
+        trace=_trace_events(run.trace),
     )

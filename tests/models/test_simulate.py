@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 
 from models.errors import ModelInputError
 from models.ratelimit import RetryPolicy, parse_retry_spec
+from models.retry import retry_storm
 from models.simulate import simulate
 
 UNIQUE = 10**15  # keys never repeat: no coalescing
@@ -184,3 +186,216 @@ def test_deterministic_and_bad_input() -> None:
                 {"warmup_s": 60.0}, {"service_dist": "pareto"}, {"failing_keys": 31}):
         with pytest.raises(ModelInputError):
             simulate(**{**kw, **bad})  # type: ignore[arg-type]
+
+
+# --- the compiled event loop reproduces the interpreted one exactly -------------------------
+# The values below were computed by the pure-Python simulator (before the loop moved to
+# models/_simcore.py) for the same inputs and seeds; the compiled loop must give the very
+# same floats, not approximately equal ones.
+
+PINNED: list[tuple[dict[str, Any], dict[str, Any]]] = [
+    (  # fail_dep
+        {"arrival_rate_per_s": 30.0, "keys": 200, "workers": 4, "service_mean_s": 0.05,
+         "duration_s": 600.0, "seed": 6, "fail_prob": 0.3, "failing_keys": 10,
+         "dependency_qps": 5.0, "warmup_s": 50.0},
+        {"events": 36745, "coalesced_events": 7, "adds": 18369, "completed": 16869, "failed": 415,
+         "retries": 415, "depth_max": 6, "dependency_requests": 1284,
+         "wait_mean_s": 0.0020471870429403494, "wait_p99_s": 0.04903767728555352,
+         "work_mean_s": 0.05105319676716044, "busy_workers_mean": 1.5654129413450184,
+         "depth_mean": 0.06278164336959068, "dependency_rate_peak_per_s": 6.333333333333333,
+         "healthy_wait_mean_s": 0.002012359845488254, "failing_wait_p99_s": 0.05293572058010897},
+    ),
+    (  # burst_window_jitter_bucket
+        {"arrival_rate_per_s": 10.0, "keys": 200 + 10**9, "workers": 4, "service_mean_s": 0.05,
+         "duration_s": 120.0, "seed": 7, "fail_prob": 1.0, "failing_keys": 200,
+         "fail_window_s": (0.0, 30.0), "initial_burst": True,
+         "retry": parse_retry_spec("exp:0.01:5", jitter="full", global_qps=20.0)},
+        {"events": 4624, "coalesced_events": 0, "adds": 2312, "completed": 2312, "failed": 999,
+         "retries": 999, "depth_max": 217, "dependency_requests": 1199,
+         "wait_mean_s": 0.527135725003307, "wait_p99_s": 2.990476819893457,
+         "work_mean_s": 0.050028714779675555, "busy_workers_mean": 0.963886571421749,
+         "depth_mean": 10.156148301730381, "dependency_rate_peak_per_s": 95.0,
+         "healthy_wait_mean_s": 0.1052788423741696, "failing_wait_p99_s": 3.0014133934181517},
+    ),
+    (  # decorrelated
+        {"arrival_rate_per_s": 25.0, "keys": 300, "workers": 3, "service_mean_s": 0.05,
+         "duration_s": 400.0, "seed": 9, "fail_prob": 0.4, "failing_keys": 50, "zipf_s": 1.0,
+         "retry": parse_retry_spec("exp:0.005:2", jitter="decorrelated")},
+        {"events": 28248, "coalesced_events": 232, "adds": 13967, "completed": 13965,
+         "failed": 4414, "retries": 4414, "depth_max": 8, "dependency_requests": 11075,
+         "wait_mean_s": 0.011420295546942965, "wait_p99_s": 0.12111567974865949,
+         "work_mean_s": 0.04987597101553594, "busy_workers_mean": 1.7414405695754545,
+         "depth_mean": 0.398768169760381, "dependency_rate_peak_per_s": 39.5,
+         "healthy_wait_mean_s": 0.009556115979504903, "failing_wait_p99_s": 0.1256699936849488},
+    ),
+    (  # equal_clientgo
+        {"arrival_rate_per_s": 50.0, "keys": 1000, "workers": 5, "service_mean_s": 0.05,
+         "duration_s": 300.0, "seed": 10, "fail_prob": 0.5,
+         "retry": parse_retry_spec("client-go", jitter="equal"),
+         "dependency_qps": 30.0, "dependency_burst": 3, "bin_s": 0.5},
+        {"events": 26670, "coalesced_events": 7245, "adds": 9468, "completed": 9001,
+         "failed": 4575, "retries": 4575, "depth_max": 539, "dependency_requests": 9001,
+         "wait_mean_s": 15.581243719941709, "wait_p99_s": 17.701867945282206,
+         "work_mean_s": 0.16656766412950313, "busy_workers_mean": 4.998675955356574,
+         "depth_mean": 479.36797949680556, "dependency_rate_peak_per_s": 32.0,
+         "healthy_wait_mean_s": None, "failing_wait_p99_s": None},
+    ),
+    (  # overload_split
+        {"arrival_rate_per_s": 100.0, "keys": 100 + 10**9, "workers": 2, "service_mean_s": 0.05,
+         "duration_s": 200.0, "seed": 24, "failing_keys": 100, "fail_prob": 0.5,
+         "retry": parse_retry_spec("client-go")},
+        {"events": 27825, "coalesced_events": 0, "adds": 19904, "completed": 7921, "failed": 0,
+         "retries": 0, "depth_max": 11981, "dependency_requests": 0,
+         "wait_mean_s": 60.07762225098233, "wait_p99_s": 118.54282676302046,
+         "work_mean_s": 0.05048855607067835, "busy_workers_mean": 1.9999803495873874,
+         "depth_mean": 5925.47731175313, "dependency_rate_peak_per_s": 0.0,
+         "healthy_wait_mean_s": 60.07762225098233, "failing_wait_p99_s": None},
+    ),
+    (  # lognorm_zipf_warm
+        {"arrival_rate_per_s": 60.0, "keys": 5000, "workers": 6, "service_mean_s": 0.08,
+         "duration_s": 800.0, "seed": 4, "zipf_s": 0.8, "service_dist": "lognormal",
+         "service_cv": 2.0, "warmup_s": 100.0},
+        {"events": 95520, "coalesced_events": 631, "adds": 47447, "completed": 41499, "failed": 0,
+         "retries": 0, "depth_max": 56, "dependency_requests": 47447,
+         "wait_mean_s": 0.050995169730306225, "wait_p99_s": 0.4800584616412298,
+         "work_mean_s": 0.080082443331095, "busy_workers_mean": 4.747141874619212,
+         "depth_mean": 3.022347523065637, "dependency_rate_peak_per_s": 70.0,
+         "healthy_wait_mean_s": None, "failing_wait_p99_s": None},
+    ),
+]
+
+TRACE_BURST_HEAD = [
+    (0.0, "arrival", 0, ""),
+    (0.0, "start", 0, "waited 0 s"),
+    (0.0, "arrival", 1, ""),
+    (0.0, "start", 1, "waited 0 s"),
+    (0.0, "arrival", 2, ""),
+    (0.0, "arrival", 3, ""),
+    (0.0, "arrival", 4, ""),
+    (0.1282091469630436, "failure", 1, "retry in 0.1 s"),
+    (0.1282091469630436, "start", 2, "waited 0.128209 s"),
+    (0.1847557147748289, "arrival", 15, ""),
+    (0.22820914696304362, "retry-ready", 1, ""),
+    (0.2658501768423959, "failure", 0, "retry in 0.1 s"),
+]
+TRACE_BURST_WAIT_MEAN = 0.01769394001730198
+
+PINNED_STORMS: list[tuple[int, RetryPolicy, float, dict[str, Any], dict[str, Any]]] = [
+    (  # s_exp
+        2000, parse_retry_spec("exp:0.005:1000"), 120.0, {},
+        {"attempts": 32000, "failed_attempts": 30000, "peak_rate_per_s": 4838.709677419354,
+         "outage_mean_rate_per_s": 233.33333333333334, "recovered": 2000,
+         "recovery_lag_p50_s": 44.58500000000001, "recovery_lag_p99_s": 44.58500000000001,
+         "recovery_lag_max_s": 44.58500000000001, "failures_per_key_median": 15.0},
+    ),
+    (  # s_full
+        2000, parse_retry_spec("exp:0.005:1000", jitter="full"), 120.0, {},
+        {"attempts": 34345, "failed_attempts": 32345, "peak_rate_per_s": 5313.440860215053,
+         "outage_mean_rate_per_s": 252.675, "recovered": 2000,
+         "recovery_lag_p50_s": 66.32080791602591, "recovery_lag_p99_s": 395.2916912911959,
+         "recovery_lag_max_s": 597.4239240960663, "failures_per_key_median": 16.0},
+    ),
+    (  # s_equal_bucket
+        3000, parse_retry_spec("exp:0.01:60", jitter="equal", global_qps=10.0, burst=100), 60.0,
+        {"bin_s": 0.5},
+        {"attempts": 6699, "failed_attempts": 3699, "peak_rate_per_s": 208.0,
+         "outage_mean_rate_per_s": 11.65, "recovered": 3000, "recovery_lag_p50_s": 150.0,
+         "recovery_lag_p99_s": 296.9510000000003, "recovery_lag_max_s": 299.95000000000033,
+         "failures_per_key_median": 1.0},
+    ),
+    (  # s_decor
+        1500, parse_retry_spec("exp:0.01:30", jitter="decorrelated"), 100.0, {"attempt_s": 0.0},
+        {"attempts": 57569, "failed_attempts": 56069, "peak_rate_per_s": 6148.108108108107,
+         "outage_mean_rate_per_s": 545.57, "recovered": 1500,
+         "recovery_lag_p50_s": 10.32900991307477, "recovery_lag_p99_s": 29.385472800924752,
+         "recovery_lag_max_s": 29.952069060363954, "failures_per_key_median": 31.0},
+    ),
+    (  # s_clientgo
+        5000, parse_retry_spec("client-go"), 300.0, {"seed": 3},
+        {"attempts": 13099, "failed_attempts": 8099, "peak_rate_per_s": 35.38461538461539,
+         "outage_mean_rate_per_s": 10.21, "recovered": 5000,
+         "recovery_lag_p50_s": 249.99999999999994, "recovery_lag_p99_s": 494.9510000000001,
+         "recovery_lag_max_s": 499.95000000000005, "failures_per_key_median": 2.0},
+    ),
+]
+
+
+@pytest.mark.parametrize(("kw", "expected"), PINNED, ids=[
+    "fail+dependency", "burst+outage+jitter+bucket", "zipf+decorrelated", "equal+client-go",
+    "overload+residuals", "lognormal+zipf+warmup"])
+def test_compiled_loop_gives_the_interpreted_values(kw: dict[str, Any],
+                                                    expected: dict[str, Any]) -> None:
+    seen: list[float] = []
+    r = simulate(**kw, progress=seen.append)
+    assert {name: getattr(r, name) for name in expected} == expected
+    assert seen[-1] == 1.0
+    assert simulate(**kw) == r  # the progress callback only observes
+
+
+def test_compiled_loop_gives_the_interpreted_trace() -> None:
+    r = simulate(arrival_rate_per_s=5.0, keys=20, workers=2, service_mean_s=0.1, duration_s=20.0,
+                 seed=14, fail_prob=1.0, failing_keys=5, fail_window_s=(0.0, 3.0),
+                 initial_burst=True, trace_limit=200, retry=parse_retry_spec("exp:0.1:1"))
+    assert len(r.trace) == 200
+    assert [(e.time_s, e.kind, e.key, e.detail) for e in r.trace[:12]] == TRACE_BURST_HEAD
+    assert r.wait_mean_s == TRACE_BURST_WAIT_MEAN
+
+
+def test_overflow_of_the_exponential_delay_is_raised_as_in_python() -> None:
+    # the 1025th failure of one key: ItemExponential computes 2.0**1024, which raises in Python
+    with pytest.raises(OverflowError):
+        simulate(arrival_rate_per_s=0.0, keys=1, workers=1, service_mean_s=0.01,
+                 service_dist="const", duration_s=20.0, fail_prob=1.0, initial_burst=True,
+                 retry=parse_retry_spec("exp:0.001:0.001"))
+    with pytest.raises(OverflowError):
+        retry_storm(3, parse_retry_spec("exp:0.001:0.001", jitter="full"), 10.0, attempt_s=0.001)
+
+
+@pytest.mark.parametrize(("keys", "policy", "outage_s", "kw", "expected"), PINNED_STORMS,
+                         ids=["exp", "full", "equal+bucket", "decorrelated", "client-go"])
+def test_compiled_storm_gives_the_interpreted_values(
+    keys: int, policy: RetryPolicy, outage_s: float, kw: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    r = retry_storm(keys, policy, outage_s, **kw)
+    assert {name: getattr(r, name) for name in expected} == expected
+
+
+@pytest.mark.parametrize("spec", [
+    ("exp:0.005:1000", "none", None), ("exp:0.01:5", "full", None), ("const:0.5", "none", None),
+    ("exp:0.01:5", "equal", 20.0), ("exp:0.02:3", "decorrelated", None),
+    ("const:0", "none", 50.0)])
+def test_storm_shortcuts_equal_the_exact_loop(spec: tuple[str, str, float | None]) -> None:
+    """The failure-only loop and the one-key replication (no jitter, no bucket) against the
+    loop with both kinds of events, which is the interpreted loop as it was."""
+    from models import _simcore as core
+
+    text, jitter, qps = spec
+    pol = parse_retry_spec(text, jitter=jitter, global_qps=qps)
+    runs = []
+    for exact in (False, True):
+        runs.append(core.run_storm(
+            keys=300, lim=core.limiter_record(pol.kind, pol.base_s, pol.cap_s, pol.jitter,
+                                              pol.global_qps, pol.burst),
+            bucket=core.new_bucket(pol.burst), outage_s=20.0, attempt_s=0.01, horizon_s=200.0,
+            bin_s=0.5, nbins=400, budget=50_000_000, seed=4, replicate=not exact, exact=exact))
+    fast, exact_run = runs
+    assert fast.attempts == exact_run.attempts
+    assert fast.failed == exact_run.failed
+    assert fast.attempts > 300
+    np.testing.assert_array_equal(fast.bins, exact_run.bins)
+    np.testing.assert_array_equal(np.sort(fast.lags), np.sort(exact_run.lags))
+    np.testing.assert_array_equal(fast.counts, exact_run.counts)
+
+
+def test_compiled_fsum_is_math_fsum() -> None:
+    from models._simcore import fsum
+
+    rng = np.random.default_rng(3)
+    cases = [np.array([]), np.array([1e16, 1.0, 1e-16]), np.array([1.0, 1e100, 1.0, -1e100]),
+             np.array([2.0**53, 1.0, 2.0**-52]), np.array([1.0, 2.0**-53, 2.0**-106]),
+             rng.exponential(1.0, 100_000)]
+    for _ in range(300):
+        n = int(rng.integers(1, 60))
+        cases.append(rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n))
+    for x in cases:
+        assert fsum(x) == math.fsum(x.tolist())

@@ -1,0 +1,1018 @@
+"""Compiled event loops of :func:`models.simulate.simulate` and :func:`models.retry.retry_storm`.
+
+The simulator's loop is the pure-Python loop it replaces, statement for statement; the storm's
+loop is too, and has a faster equivalent (see "the retry storm" below). They are compiled with
+numba (``njit``, ``cache=True``: the machine code is kept on disk, so only the first run on a
+machine compiles). Same inputs and seed → the same numbers, bit for bit, as the interpreted
+version:
+
+* random numbers are still drawn by numpy, in the same blocks from the same generators, in
+  Python (the loops only read them), so every stream is exactly the interpreted one's;
+* the heap is CPython's ``heapq`` (``_siftdown`` / ``_siftup`` / ``heapify``) ported as it is,
+  over (time, kind, key) entries compared as the tuples were, so events pop in the same order
+  and the final heap has the same layout (its order fixes the order of one float sum);
+* the retry limiter is :mod:`models.ratelimit`'s arithmetic, operation for operation
+  (``min``/``max`` keep Python's choice on ties, ``2.0**n`` is exact, ``2.0**n`` for
+  1024 ≤ n < 1100 raises ``OverflowError`` as Python does);
+* sums whose order matters are done in the same order (the dirty keys' areas in dict
+  insertion order); no fast-math, so no reassociation or fused multiply-add.
+
+Per-key state (dirty + add time, processing + start time, waiting retry, penalised, failure
+count, decorrelated-jitter memory) is one 64-byte record in an open-addressing hash table
+(linear probing, backward-shift deletion): keys may be anywhere in 0…2^63, and a record is
+freed when its key has no state left, so memory follows the keys in play, as the dicts did.
+
+A loop runs until it finishes or until one more event might need what it does not have (a
+fresh block of random numbers, the next arrival block, a larger array); it then saves its
+scalars in a one-row state record and returns ``NEED``. The Python driver refills or grows
+what ran out and calls it again (the simulator's ``progress`` callback runs between calls, when
+the next arrival block is made).
+
+Why numba rather than mypyc or Cython: the loop is numeric code over arrays, which numba
+compiles to plain machine code (about 10 M events/s here, against about 1 M/s interpreted);
+mypyc compiles typed Python, but the loop's state would still be boxed Python objects (dicts,
+heap tuples), so it would stay object-bound. Cython would do as well as numba but needs a C
+compiler wherever the package is built, a ``setup.py`` extension and a platform wheel per
+Python version and OS; numba is a dependency with binary wheels on PyPI, the source stays
+Python, and the compiled code is cached on disk on first use. Its costs, measured on the
+2-core development VM: each process that simulates pays about 0.6–0.8 s to import numba and
+initialise it (numba's initialisation imports ``scipy.linalg``) — this module is therefore
+imported only when a simulation or storm runs, never by ``import models.simulate`` — and the
+first run on a machine (or with a new numba/Python version) compiles for 10–15 s and writes
+the cache (``__pycache__`` beside this file, else numba's user cache directory; with neither
+writable the loops are compiled in memory in every process).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+import numba
+import numpy as np
+import numpy.typing as npt
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _jit(fn: F) -> F:
+    """``numba.njit`` with the on-disk cache; typed so that mypy keeps ``fn``'s signature.
+    ``nogil``: the loops touch only the arrays they are given, so a simulation run by one of
+    the dashboard's threads does not stall the others. Where no cache directory is writable at
+    all, numba refuses ``cache=True``; the loops are then compiled in memory in each process."""
+    try:
+        return cast(F, numba.njit(cache=True, nogil=True, error_model="numpy")(fn))
+    except RuntimeError:  # "cannot cache function …: no locator available"
+        return cast(F, numba.njit(cache=False, nogil=True, error_model="numpy")(fn))
+
+
+Arr = npt.NDArray[Any]
+
+# --- status codes of a loop -------------------------------------------------------------------
+DONE, NEED, OVERFLOW, BUDGET = 0, 1, 2, 3
+
+# --- heap entries: (time, kind, key), compared as the tuple; the kind is the tie order --------
+# (Constants passed to compiled functions are np.int64, not int: numba compiles a separate
+# copy of a function for every distinct int literal it is called with.)
+
+
+def _i64(value: int) -> int:
+    return cast(int, np.int64(value))
+
+
+HEAP = np.dtype([("t", np.float64), ("kind", np.int64), ("key", np.int64)])
+COMPLETION, RETRY, BURST = _i64(0), _i64(1), _i64(2)
+SENTINEL = _i64(-1)  # the (inf, -1) entry that keeps the simulator's heap non-empty
+
+# --- per-key records ---------------------------------------------------------------------------
+KEYREC = np.dtype([
+    ("key", np.int64), ("flags", np.int64), ("seq", np.int64), ("fails", np.int64),
+    ("add", np.float64), ("start", np.float64), ("wait", np.float64), ("prev", np.float64),
+])
+EMPTY = -1
+DIRTY, PROC, WAIT, PEN = 1, 2, 4, 8  # dirty (add time valid), processing, retry waiting, penalised
+
+# --- trace entries -----------------------------------------------------------------------------
+TRACE = np.dtype([("t", np.float64), ("kind", np.int64), ("key", np.int64), ("value", np.float64)])
+T_ARRIVAL, T_COALESCED, T_START, T_SUCCESS, T_FAILURE, T_RETRY_READY = (
+    _i64(0), _i64(1), _i64(2), _i64(3), _i64(4), _i64(5))
+TRACE_KINDS = ("arrival", "coalesced", "start", "success", "failure", "retry-ready")
+
+# --- retry limiter (models.ratelimit.RetryPolicy.build) --------------------------------------
+LIMITER = np.dtype([
+    ("kind", np.int64), ("jitter", np.int64), ("bucket", np.int64),
+    ("base", np.float64), ("cap", np.float64), ("qps", np.float64), ("burst", np.float64),
+])
+L_EXP, L_CONST = 0, 1
+J_NONE, J_FULL, J_EQUAL, J_DECORRELATED = 0, 1, 2, 3
+JITTER_CODES = {"none": J_NONE, "full": J_FULL, "equal": J_EQUAL, "decorrelated": J_DECORRELATED}
+BUCKET = np.dtype([("tokens", np.float64), ("last", np.float64), ("has_last", np.int64)])
+
+# --- the simulator's parameters and saved scalars ---------------------------------------------
+SIM_PARAMS = np.dtype([
+    ("warmup", np.float64), ("p_fail", np.float64), ("fw0", np.float64), ("fw1", np.float64),
+    ("mean_s", np.float64), ("dq", np.float64), ("dburst", np.float64),
+    ("m", np.int64), ("svc_const", np.int64), ("dep_on", np.int64), ("forget", np.int64),
+    ("n_trace", np.int64),
+])
+SIM_STATE = np.dtype([
+    # positions in the input blocks
+    ("ia", np.int64), ("isv", np.int64), ("iu", np.int64), ("ij", np.int64),
+    # counters (as in the interpreted loop)
+    ("idle", np.int64), ("raw", np.int64), ("coalesced", np.int64), ("retry_adds", np.int64),
+    ("completed", np.int64), ("early_done", np.int64), ("failed", np.int64),
+    ("retries", np.int64), ("retry_pops", np.int64), ("hot_done", np.int64),
+    ("depth_max", np.int64), ("ndirty", np.int64), ("seq", np.int64),
+    # fill levels of the arrays
+    ("hn", np.int64), ("qh", np.int64), ("qn", np.int64), ("n_used", np.int64),
+    ("nwh", np.int64), ("nwf", np.int64), ("ndep", np.int64), ("ntr", np.int64),
+    # sums and the dependency's token bucket
+    ("depth_corr", np.float64), ("busy_area", np.float64), ("work_sum", np.float64),
+    ("dtok", np.float64), ("dlast", np.float64),
+])
+
+
+# === CPython's heapq over HEAP records ========================================================
+# (Records are copied field by field: whole-record assignment inside some loops crashed
+# numba 0.68's generated code.)
+
+@_jit
+def _copy_entry(dst: Arr, i: int, src: Arr, j: int) -> None:
+    dst[i].t, dst[i].kind, dst[i].key = src[j].t, src[j].kind, src[j].key
+
+
+@_jit
+def _lt(t1: float, c1: int, k1: int, t2: float, c2: int, k2: int) -> bool:
+    """(t1, c1, k1) < (t2, c2, k2) as tuples."""
+    return t1 < t2 or (t1 == t2 and (c1 < c2 or (c1 == c2 and k1 < k2)))
+
+
+@_jit
+def _sift_down(h: Arr, start: int, pos: int) -> None:
+    """heapq._siftdown: the entry at ``pos`` moves towards the root while smaller than its
+    parent."""
+    t, c, k = h[pos].t, h[pos].kind, h[pos].key
+    while pos > start:
+        parent = (pos - 1) >> 1
+        if _lt(t, c, k, h[parent].t, h[parent].kind, h[parent].key):
+            _copy_entry(h, pos, h, parent)
+            pos = parent
+            continue
+        break
+    h[pos].t, h[pos].kind, h[pos].key = t, c, k
+
+
+@_jit
+def _sift_up(h: Arr, n: int, pos: int) -> None:
+    """heapq._siftup: move the smaller child up until a leaf, then sift the entry down."""
+    start = pos
+    t, c, k = h[pos].t, h[pos].kind, h[pos].key
+    child = 2 * pos + 1
+    while child < n:
+        right = child + 1
+        if right < n and not _lt(h[child].t, h[child].kind, h[child].key,
+                                 h[right].t, h[right].kind, h[right].key):
+            child = right
+        _copy_entry(h, pos, h, child)
+        pos = child
+        child = 2 * pos + 1
+    h[pos].t, h[pos].kind, h[pos].key = t, c, k
+    _sift_down(h, start, pos)
+
+
+@_jit
+def _push(h: Arr, n: int, t: float, c: int, k: int) -> int:
+    """heapq.heappush; returns the new size."""
+    h[n].t, h[n].kind, h[n].key = t, c, k
+    _sift_down(h, 0, n)
+    return n + 1
+
+
+@_jit
+def _pop(h: Arr, n: int) -> int:
+    """heapq.heappop without the returned entry (read ``h[0]`` first); returns the new size."""
+    n -= 1
+    if n > 0:
+        _copy_entry(h, 0, h, n)
+        _sift_up(h, n, 0)
+    return n
+
+
+@_jit
+def _replace(h: Arr, n: int, t: float, c: int, k: int) -> None:
+    """heapq.heapreplace without the returned entry."""
+    h[0].t, h[0].kind, h[0].key = t, c, k
+    _sift_up(h, n, 0)
+
+
+@_jit
+def heapify(h: Arr, n: int) -> None:
+    """heapq.heapify (CPython's cache-friendly order builds the same heap)."""
+    for i in range(n // 2 - 1, -1, -1):
+        _sift_up(h, n, i)
+
+
+# === the per-key hash table ====================================================================
+
+@_jit
+def _copy_record(dst: Arr, i: int, src: Arr, j: int) -> None:
+    d, r = dst[i], src[j]
+    d.key, d.flags, d.seq, d.fails = r.key, r.flags, r.seq, r.fails
+    d.add, d.start, d.wait, d.prev = r.add, r.start, r.wait, r.prev
+
+
+@_jit
+def _home(k: int, mask: int) -> int:
+    x = np.uint64(k) * np.uint64(0x9E3779B97F4A7C15)
+    x ^= x >> np.uint64(29)
+    return int(np.int64(x & np.uint64(mask)))
+
+
+@_jit
+def _slot(tab: Arr, k: int) -> int:
+    """The slot holding key ``k``, or the empty slot where it would go."""
+    mask = tab.size - 1
+    i = _home(k, mask)
+    while True:
+        kk = tab[i].key
+        if kk == k or kk == EMPTY:  # noqa: SIM109 (two integer compares in compiled code)
+            return i
+        i = (i + 1) & mask
+
+
+@_jit
+def _delete(tab: Arr, i: int) -> None:
+    """Free slot ``i`` (backward-shift deletion: later entries of the probe run move up)."""
+    mask = tab.size - 1
+    j = i
+    while True:
+        j = (j + 1) & mask
+        kj = tab[j].key
+        if kj == EMPTY:
+            break
+        h = _home(kj, mask)
+        # the entry at j may fill the hole at i unless its home lies cyclically in (i, j]
+        if (j > i and (h <= i or h > j)) or (j < i and h <= i and h > j):
+            _copy_record(tab, i, tab, j)
+            i = j
+    tab[i].key = EMPTY
+
+
+@_jit
+def rehash(old: Arr, new: Arr) -> None:
+    """Move every record of ``old`` into the empty table ``new``."""
+    for i in range(old.size):
+        if old[i].key != EMPTY:
+            _copy_record(new, _slot(new, old[i].key), old, i)
+
+
+def new_table(size: int) -> Arr:
+    tab = np.zeros(size, dtype=KEYREC)
+    tab["key"] = EMPTY
+    return tab
+
+
+# === the retry limiter (models.ratelimit) =====================================================
+
+@_jit
+def _reserve(bucket: Arr, qps: float, burst: float, t: float) -> float:
+    """TokenBucket.reserve: refill (only forward in time), take a token, delay = debt / qps."""
+    b = bucket[0]
+    if b.has_last and t > b.last:
+        x = b.tokens + (t - b.last) * qps
+        b.tokens = x if x < burst else burst  # min(burst, x)
+    b.last = t
+    b.has_last = 1
+    b.tokens -= 1.0
+    return -b.tokens / qps if b.tokens < 0 else 0.0
+
+
+@_jit
+def _when(lim: Arr, bucket: Arr, n: int, prev: float, u: float,
+          t: float) -> tuple[float, float, bool]:
+    """One ``when(key, t)`` of the policy's limiter for a key with ``n`` failures recorded
+    before this call; ``prev`` = the key's previous decorrelated delay (base if none), ``u`` =
+    its jitter draw. Returns (delay, the per-key member's delay, overflow)."""
+    p = lim[0]
+    if p.kind == L_CONST:
+        d = p.base
+    else:
+        if n >= 1100:
+            d = p.cap if p.base > 0 else 0.0
+        elif n >= 1024:
+            return 0.0, 0.0, True  # Python's 2.0**n raises OverflowError
+        else:
+            x = p.base * math.ldexp(1.0, n)
+            d = x if x < p.cap else p.cap  # min(cap, base · 2^n)
+        if p.jitter == J_FULL:
+            d = u * d
+        elif p.jitter == J_EQUAL:
+            d = d / 2.0 + u * d / 2.0
+        elif p.jitter == J_DECORRELATED:
+            hi = 3.0 * prev if 3.0 * prev > p.base else p.base  # max(base, 3 · prev)
+            x = p.base + u * (hi - p.base)
+            d = x if x < p.cap else p.cap
+    own = d
+    if p.bucket:
+        b = _reserve(bucket, p.qps, p.burst, t)
+        if b > d:  # MaxOf: max([per_key, bucket])
+            d = b
+    return d, own, False
+
+
+# === the simulator's event loop ================================================================
+
+@_jit
+def _trace(tr: Arr, ntr: int, n_trace: int, t: float, kind: int, k: int, v: float) -> int:
+    if ntr < n_trace:
+        tr[ntr].t, tr[ntr].kind, tr[ntr].key, tr[ntr].value = t, kind, k, v
+        ntr += 1
+    return ntr
+
+
+@_jit
+def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: Arr,
+             at: Arr, ak: Arr, svc: Arr, u: Arr, jit: Arr,
+             wh: Arr, wf: Arr, dep: Arr, tr: Arr) -> int:
+    """The event loop of ``models.simulate`` (see there for the model and the comments on each
+    step); resumes from ``st`` and saves into it. Returns DONE, NEED or OVERFLOW."""
+    P = prm[0]
+    W, p_fail, fw0, fw1 = P.warmup, P.p_fail, P.fw0, P.fw1
+    mean_s, dq, dburst = P.mean_s, P.dq, P.dburst
+    m, svc_const, dep_on, forget, n_trace = P.m, P.svc_const, P.dep_on, P.forget, P.n_trace
+    jittered = lim[0].jitter != J_NONE
+    decorrelated = lim[0].jitter == J_DECORRELATED
+    base = lim[0].base
+    S = st[0]
+    ia, isv, iu, ij = S.ia, S.isv, S.iu, S.ij
+    idle, raw, coalesced, retry_adds = S.idle, S.raw, S.coalesced, S.retry_adds
+    completed, early_done, failed = S.completed, S.early_done, S.failed
+    retries, retry_pops, hot_done = S.retries, S.retry_pops, S.hot_done
+    depth_max, ndirty, seq = S.depth_max, S.ndirty, S.seq
+    hn, qh, qn, n_used = S.hn, S.qh, S.qn, S.n_used
+    nwh, nwf, ndep, ntr = S.nwh, S.nwf, S.ndep, S.ntr
+    depth_corr, busy_area, work_sum = S.depth_corr, S.busy_area, S.work_sum
+    dtok, dlast = S.dtok, S.dlast
+    qmask = q.size - 1
+    status = DONE
+    while True:
+        # room for one more event: it takes at most one of each input and adds at most one
+        # key record, heap entry, queue entry, wait and request, and two trace lines
+        if (ia >= at.size or isv >= svc.size or iu >= u.size or ij >= jit.size
+                or 2 * (n_used + 2) > tab.size or hn + 2 > heap.size or qn + 2 > q.size
+                or nwh >= wh.size or nwf >= wf.size or ndep >= dep.size
+                or (ntr + 2 > tr.size and ntr < n_trace)):
+            status = NEED
+            break
+        ta = at[ia]
+        if heap[0].t >= ta:
+            # the arrival at ta (heap events due before it are done)
+            k = ak[ia]
+            if k < 0:
+                break  # the end marker: everything up to T is done
+            ia += 1
+            t = ta
+            s = _slot(tab, k)
+            r = tab[s]
+            if r.key == k and r.flags & DIRTY:
+                coalesced += 1
+                ntr = _trace(tr, ntr, n_trace, t, T_COALESCED, k, 0.0)
+                continue
+            if r.key == EMPTY:
+                r.key, r.flags, r.fails = k, 0, 0
+                n_used += 1
+            r.flags |= DIRTY
+            r.add, r.seq = t, seq
+            seq += 1
+            ndirty += 1
+            ntr = _trace(tr, ntr, n_trace, t, T_ARRIVAL, k, 0.0)
+            if ndirty > depth_max:
+                depth_max = ndirty
+            if r.flags & PROC:
+                continue
+            if idle == 0:
+                q[(qh + qn) & qmask] = k
+                qn += 1
+                continue
+            idle -= 1
+            replace_top = False
+        else:
+            t, kind, k = heap[0].t, heap[0].kind, heap[0].key
+            if kind == COMPLETION:
+                # the reconcile of k finished at t; its heap entry stays at the top until the
+                # worker goes idle or takes its next key, which replaces it
+                s = _slot(tab, k)
+                r = tab[s]
+                ts = r.start
+                r.flags &= ~PROC
+                if t > W:
+                    w = t - ts
+                    busy_area += w if ts > W else t - W
+                    completed += 1
+                    work_sum += w
+                    if k == 0:
+                        hot_done += 1
+                else:
+                    early_done += 1
+                fails_now = False
+                if p_fail != 0.0 and k < m and fw0 <= ts and ts < fw1:
+                    fails_now = u[iu] < p_fail
+                    iu += 1
+                if fails_now:
+                    failed += 1
+                    retries += 1
+                    r.flags |= PEN
+                    n = r.fails
+                    r.fails = n + 1
+                    uj = 0.0
+                    if jittered:
+                        uj = jit[ij]
+                        ij += 1
+                    d, own, overflow = _when(lim, bucket, n, r.prev if n > 0 else base, uj, t)
+                    if overflow:
+                        status = OVERFLOW
+                        break
+                    if decorrelated:
+                        r.prev = own
+                    ntr = _trace(tr, ntr, n_trace, t, T_FAILURE, k, d)
+                    if d <= 0:
+                        if not r.flags & DIRTY:
+                            r.flags |= DIRTY
+                            r.add, r.seq = t, seq
+                            seq += 1
+                            ndirty += 1
+                            retry_adds += 1
+                    else:
+                        rt = t + d
+                        if not r.flags & WAIT or rt < r.wait:
+                            r.flags |= WAIT
+                            r.wait = rt
+                            hn = _push(heap, hn, rt, RETRY, k)
+                else:
+                    if r.flags & PEN and forget:
+                        r.fails = 0  # Forget: the failure count (and jitter memory) go
+                        r.flags &= ~PEN
+                    ntr = _trace(tr, ntr, n_trace, t, T_SUCCESS, k, 0.0)
+                if r.flags & DIRTY:
+                    q[(qh + qn) & qmask] = k
+                    qn += 1
+                if r.flags == 0 and r.fails == 0:
+                    _delete(tab, s)  # no state left for k
+                    n_used -= 1
+                if qn == 0:
+                    idle += 1
+                    hn = _pop(heap, hn)
+                    continue
+                k = q[qh]
+                qh = (qh + 1) & qmask
+                qn -= 1
+                s = _slot(tab, k)
+                replace_top = True
+            else:
+                hn = _pop(heap, hn)
+                replace_top = False
+                s = _slot(tab, k)
+                r = tab[s]
+                if kind == RETRY:
+                    # a delayed retry of k is ready at t
+                    retry_pops += 1
+                    if r.key != k or not r.flags & WAIT or r.wait != t:
+                        continue  # superseded by an earlier ready time
+                    r.flags &= ~WAIT
+                    ntr = _trace(tr, ntr, n_trace, t, T_RETRY_READY, k, 0.0)
+                    if r.flags & DIRTY:
+                        continue
+                    retry_adds += 1
+                else:
+                    # initial burst: a raw event for k at t = 0
+                    raw += 1
+                    if r.key == k and r.flags & DIRTY:
+                        coalesced += 1
+                        continue
+                    ntr = _trace(tr, ntr, n_trace, t, T_ARRIVAL, k, 0.0)
+                    if r.key == EMPTY:
+                        r.key, r.flags, r.fails = k, 0, 0
+                        n_used += 1
+                r.flags |= DIRTY
+                r.add, r.seq = t, seq
+                seq += 1
+                ndirty += 1
+                if ndirty > depth_max:
+                    depth_max = ndirty
+                if r.flags & PROC:
+                    continue
+                if idle == 0:
+                    q[(qh + qn) & qmask] = k
+                    qn += 1
+                    continue
+                idle -= 1
+        # a worker gets k at time t
+        r = tab[s]
+        r.flags = (r.flags | PROC) & ~DIRTY
+        r.start = t
+        a = r.add
+        ndirty -= 1
+        if t >= W:
+            if k < m:
+                wf[nwf] = t - a
+                nwf += 1
+            else:
+                wh[nwh] = t - a
+                nwh += 1
+            if a < W:
+                depth_corr += W - a
+        if svc_const:
+            sv = mean_s
+        else:
+            sv = svc[isv]
+            isv += 1
+        if k < m:
+            if dep_on:
+                if t > dlast:
+                    dtok += (t - dlast) * dq
+                    if dtok > dburst:
+                        dtok = dburst
+                    dlast = t
+                dtok -= 1.0
+                if dtok < 0:
+                    sv -= dtok / dq
+                    dep[ndep] = t - dtok / dq
+                else:
+                    dep[ndep] = t
+            else:
+                dep[ndep] = t
+            ndep += 1
+        ntr = _trace(tr, ntr, n_trace, t, T_START, k, t - a)
+        if replace_top:
+            _replace(heap, hn, t + sv, COMPLETION, k)
+        else:
+            hn = _push(heap, hn, t + sv, COMPLETION, k)
+
+    S.ia, S.isv, S.iu, S.ij = ia, isv, iu, ij
+    S.idle, S.raw, S.coalesced, S.retry_adds = idle, raw, coalesced, retry_adds
+    S.completed, S.early_done, S.failed = completed, early_done, failed
+    S.retries, S.retry_pops, S.hot_done = retries, retry_pops, hot_done
+    S.depth_max, S.ndirty, S.seq = depth_max, ndirty, seq
+    S.hn, S.qh, S.qn, S.n_used = hn, qh, qn, n_used
+    S.nwh, S.nwf, S.ndep, S.ntr = nwh, nwf, ndep, ntr
+    S.depth_corr, S.busy_area, S.work_sum = depth_corr, busy_area, work_sum
+    S.dtok, S.dlast = dtok, dlast
+    return status
+
+
+@_jit
+def _busy_residual(heap: Arr, hn: int, tab: Arr, busy_area: float, T: float, W: float) -> float:
+    """Add the reconciles still in flight at T, in heap order (the interpreted sum's order)."""
+    for i in range(hn):
+        if heap[i].kind == COMPLETION:
+            ts = tab[_slot(tab, heap[i].key)].start
+            busy_area += T - (ts if ts > W else W)
+    return busy_area
+
+
+@_jit
+def dirty_residual(tab: Arr, depth_area: float, T: float, W: float) -> float:
+    """Add the keys still dirty at T, in the order they were added (the dict's order)."""
+    n = 0
+    for i in range(tab.size):
+        if tab[i].key != EMPTY and tab[i].flags & DIRTY:
+            n += 1
+    seqs = np.empty(n, np.int64)
+    adds = np.empty(n, np.float64)
+    n = 0
+    for i in range(tab.size):
+        if tab[i].key != EMPTY and tab[i].flags & DIRTY:
+            seqs[n] = tab[i].seq
+            adds[n] = tab[i].add
+            n += 1
+    for j in np.argsort(seqs):
+        a = adds[j]
+        depth_area += T - (a if a > W else W)
+    return depth_area
+
+
+@_jit
+def fsum(x: Arr) -> float:
+    """``math.fsum`` of finite floats: CPython's algorithm (Shewchuk's exact partials, then
+    the sum of the partials rounded half-even), so the very same float."""
+    p = np.empty(64, np.float64)
+    n = 0
+    for v in x:
+        i = 0
+        for j in range(n):
+            y = p[j]
+            if abs(v) < abs(y):
+                v, y = y, v
+            hi = v + y
+            lo = y - (hi - v)
+            if lo != 0.0:
+                p[i] = lo
+                i += 1
+            v = hi
+        n = i
+        if v != 0.0:
+            if n == p.size:
+                bigger = np.empty(2 * n, np.float64)
+                bigger[:n] = p
+                p = bigger
+            p[n] = v
+            n += 1
+    hi = 0.0
+    if n > 0:
+        n -= 1
+        hi = p[n]
+        lo = 0.0
+        while n > 0:
+            v = hi
+            n -= 1
+            y = p[n]
+            hi = v + y
+            lo = y - (hi - v)
+            if lo != 0.0:
+                break
+        if n > 0 and ((lo < 0.0 and p[n - 1] < 0.0) or (lo > 0.0 and p[n - 1] > 0.0)):
+            y = lo * 2.0
+            v = hi + y
+            if y == v - hi:
+                hi = v
+    return float(hi)
+
+
+def _grow(arr: Arr, need: int) -> Arr:
+    out = np.zeros(max(2 * arr.size, need, 16), dtype=arr.dtype)
+    out[: arr.size] = arr
+    return out
+
+
+@dataclass
+class SimRun:
+    """What the loop left: the state record (counters, sums) and the filled arrays."""
+
+    state: dict[str, Any]
+    """The SIM_STATE fields at the end, as Python numbers."""
+    wh: npt.NDArray[np.float64]
+    wf: npt.NDArray[np.float64]
+    dep: npt.NDArray[np.float64]
+    trace: Arr
+    busy_area: float
+    """Busy-worker area, the reconciles still in flight at T included."""
+    table: Arr
+    """The per-key records at T (for :func:`dirty_residual`)."""
+
+
+def limiter_record(kind: str, base_s: float, cap_s: float, jitter: str,
+                   global_qps: float | None, burst: int) -> Arr:
+    """The LIMITER row for a ``RetryPolicy``'s fields."""
+    lim = np.zeros(1, dtype=LIMITER)
+    lim[0] = (L_CONST if kind == "const" else L_EXP, JITTER_CODES[jitter],
+              global_qps is not None, base_s, cap_s,
+              global_qps if global_qps is not None else 1.0, float(burst))
+    return lim
+
+
+def new_bucket(burst: int) -> Arr:
+    bucket = np.zeros(1, dtype=BUCKET)
+    bucket[0] = (float(burst), 0.0, 0)
+    return bucket
+
+
+def run_simulation(
+    *,
+    params: Arr,
+    lim: Arr,
+    bucket: Arr,
+    workers: int,
+    burst_keys: int,
+    blocks: Iterator[tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]],
+    draw_svc: Callable[[], npt.NDArray[np.float64]] | None,
+    draw_u: Callable[[], npt.NDArray[np.float64]] | None,
+    draw_jitter: Callable[[], npt.NDArray[np.float64]] | None,
+    size_hint: int,
+    T: float,
+) -> SimRun:
+    """Drive :func:`_sim_run`: set up the state, refill inputs and grow arrays until done."""
+    st = np.zeros(1, dtype=SIM_STATE)
+    st[0]["idle"] = workers
+    st[0]["dtok"] = params[0]["dburst"]
+    n_trace = int(params[0]["n_trace"])
+    heap = np.zeros(max(1024, burst_keys + 16), dtype=HEAP)
+    heap[0] = (math.inf, SENTINEL, 0)
+    hn = 1
+    if burst_keys:
+        # N keys failing together: raw events for keys 0…m−1 at t = 0, through the heap
+        heap["kind"][1: burst_keys + 1] = BURST
+        heap["key"][1: burst_keys + 1] = np.arange(burst_keys)
+        hn += burst_keys
+        heapify(heap, hn)
+    st[0]["hn"] = hn
+    tab = new_table(1 << max(10, (4 * burst_keys).bit_length()))
+    q = np.zeros(1024, dtype=np.int64)
+    first = max(1024, min(size_hint, 1 << 22))
+    wh = np.zeros(first)
+    wf = np.zeros(first if params[0]["m"] > 0 else 16)
+    dep = np.zeros(first if params[0]["m"] > 0 else 16)
+    tr = np.zeros(min(n_trace, 1 << 12) + 2, dtype=TRACE)
+    one = np.zeros(1)  # stands in for a stream the run never reads
+    at, ak = one, np.zeros(1, dtype=np.int64)
+    svc = draw_svc() if draw_svc is not None else one
+    u = draw_u() if draw_u is not None else one
+    jit = draw_jitter() if draw_jitter is not None else one
+    st[0]["ia"] = 1  # no arrival block yet
+    while True:
+        status = _sim_run(st, params, lim, bucket, heap, tab, q, at, ak, svc, u, jit,
+                          wh, wf, dep, tr)
+        if status == DONE:
+            break
+        if status == OVERFLOW:
+            raise OverflowError(34, "Numerical result out of range")
+        s = st[0]
+        if s["ia"] >= at.size:
+            at, ak = next(blocks)
+            s["ia"] = 0
+        if s["isv"] >= svc.size and draw_svc is not None:
+            svc, s["isv"] = draw_svc(), 0
+        if s["iu"] >= u.size and draw_u is not None:
+            u, s["iu"] = draw_u(), 0
+        if s["ij"] >= jit.size and draw_jitter is not None:
+            jit, s["ij"] = draw_jitter(), 0
+        if 2 * (s["n_used"] + 2) > tab.size:
+            bigger = new_table(2 * tab.size)
+            rehash(tab, bigger)
+            tab = bigger
+        if s["hn"] + 2 > heap.size:
+            heap = _grow(heap, s["hn"] + 2)
+        if s["qn"] + 2 > q.size:
+            order = (s["qh"] + np.arange(s["qn"])) & (q.size - 1)
+            bigger_q = np.zeros(2 * q.size, dtype=np.int64)
+            bigger_q[: s["qn"]] = q[order]
+            q, s["qh"] = bigger_q, 0
+        if s["nwh"] >= wh.size:
+            wh = _grow(wh, s["nwh"] + 1)
+        if s["nwf"] >= wf.size:
+            wf = _grow(wf, s["nwf"] + 1)
+        if s["ndep"] >= dep.size:
+            dep = _grow(dep, s["ndep"] + 1)
+        if s["ntr"] + 2 > tr.size and s["ntr"] < n_trace:
+            tr = _grow(tr, min(2 * tr.size, n_trace + 2))
+    s = st[0]
+    busy = _busy_residual(heap, int(s["hn"]), tab, float(s["busy_area"]), T,
+                          float(params[0]["warmup"]))
+    state = {name: s[name].item() for name in SIM_STATE.names or ()}
+    return SimRun(state=state, wh=wh[: s["nwh"]], wf=wf[: s["nwf"]], dep=dep[: s["ndep"]],
+                  trace=tr[: s["ntr"]], busy_area=float(busy), table=tab)
+
+
+# === the retry storm (models.retry.retry_storm) ===============================================
+#
+# Every key has exactly one pending entry (its next attempt or the failure of the attempt in
+# progress), so the storm's heap is kept as a loser tree over the keys: the popped entry is
+# always the key whose entry changes next, and one pass from its leaf to the root replaces
+# heapq's pop + push. The entries are distinct (one per key), so the pop order is the heap's.
+
+ATTEMPT, FAILURE, FINISHED = _i64(0), _i64(1), _i64(3)  # FINISHED sorts last
+
+STORM_STATE = np.dtype([
+    ("ij", np.int64), ("attempts", np.int64), ("failed", np.int64), ("nlags", np.int64),
+    ("budget", np.int64),
+])
+
+
+@_jit
+def _tree_build(tree: Arr, leaves: Arr) -> None:
+    """Loser tree over ``leaves`` (size P, a power of two): ``tree[j]`` for 1 ≤ j < P holds the
+    loser of the match at node j, ``tree[0]`` the overall winner."""
+    P = leaves.size
+    win = np.empty(2 * P, dtype=leaves.dtype)
+    for i in range(P):
+        _copy_entry(win, P + i, leaves, i)
+    for j in range(P - 1, 0, -1):
+        a, b = 2 * j, 2 * j + 1
+        if not _lt(win[a].t, win[a].kind, win[a].key, win[b].t, win[b].kind, win[b].key):
+            a, b = b, a
+        _copy_entry(win, j, win, a)
+        _copy_entry(tree, j, win, b)
+    _copy_entry(tree, 0, win, 1)
+
+
+@_jit
+def _tree_replay(tree: Arr, t: float, c: int, k: int) -> None:
+    """The winner, key k, now has the entry (t, c, k): replay its matches up to the root."""
+    j = (tree.size + k) >> 1
+    while j >= 1:
+        n = tree[j]
+        if _lt(n.t, n.kind, n.key, t, c, k):
+            lt, lc, lk = n.t, n.kind, n.key
+            n.t, n.kind, n.key = t, c, k
+            t, c, k = lt, lc, lk
+        j >>= 1
+    tree[0].t, tree[0].kind, tree[0].key = t, c, k
+
+
+@_jit
+def _storm_run(ss: Arr, lim: Arr, bucket: Arr, tree: Arr, bins: Arr, lags: Arr, counts: Arr,
+               fails: Arr, prev: Arr, jit: Arr, out: float, att: float, hz: float, bw: float,
+               nbins: int) -> int:
+    """The event loop of ``retry_storm``: take the smallest (t, kind, key); an attempt is a
+    request, failing while t < outage; a failure schedules the next attempt ``when`` later.
+    Returns DONE, NEED, OVERFLOW or BUDGET."""
+    S = ss[0]
+    ij, attempts, failed, nlags, budget = S.ij, S.attempts, S.failed, S.nlags, S.budget
+    jittered = lim[0].jitter != J_NONE
+    decorrelated = lim[0].jitter == J_DECORRELATED
+    base = lim[0].base
+    status = DONE
+    while True:
+        if jittered and ij >= jit.size:
+            status = NEED
+            break
+        t, kind, k = tree[0].t, tree[0].kind, tree[0].key
+        if kind == FINISHED or t > hz:
+            break  # every key recovered, or the horizon is reached
+        if kind == ATTEMPT:  # an attempt starts: one request to the dependency
+            attempts += 1
+            if t > 0:  # a retry (the first attempts at t = 0 are the same for every policy)
+                b = int(t / bw)
+                bins[b if b < nbins else nbins] += 1
+            if t < out:
+                _tree_replay(tree, t + att, FAILURE, k)
+            else:
+                lags[nlags] = t - out
+                nlags += 1
+                _tree_replay(tree, math.inf, FINISHED, k)
+        else:  # the attempt failed: AddRateLimited
+            failed += 1
+            counts[k] += 1
+            n = fails[k]
+            fails[k] = n + 1
+            uj = 0.0
+            if jittered:
+                uj = jit[ij]
+                ij += 1
+            d, own, overflow = _when(lim, bucket, n, prev[k] if n > 0 else base, uj, t)
+            if overflow:
+                status = OVERFLOW
+                break
+            if decorrelated:
+                prev[k] = own
+            _tree_replay(tree, t + d, ATTEMPT, k)
+        budget -= 1
+        if budget == 0:
+            status = BUDGET
+            break
+    S.ij, S.attempts, S.failed, S.nlags, S.budget = ij, attempts, failed, nlags, budget
+    return status
+
+
+@_jit
+def _storm_fast(ss: Arr, lim: Arr, bucket: Arr, tree: Arr, bins: Arr, lags: Arr,
+                counts: Arr, fails: Arr, prev: Arr, jit: Arr, out: float, att: float,
+                hz: float, bw: float, nbins: int) -> int:
+    """:func:`_storm_run` with one tree entry per cycle instead of two: the tree holds each
+    key's next *failure* (t, FAILURE, key), and the attempt before it is counted when the
+    failure before that is handled. Failures — the only events that call ``when`` or read a
+    random number — are handled in the same (t, key) order as by :func:`_storm_run`: a
+    failure's attempt always comes earlier or, at the same time, first (kind 0 < 1). The
+    other outputs are counts and a set of lags, which do not depend on the order. Returns
+    DONE, NEED, or OVERFLOW / BUDGET, on which the caller replays with :func:`_storm_run` to
+    learn which of the two the interpreted loop would have met first."""
+    S = ss[0]
+    ij, attempts, failed, nlags, budget = S.ij, S.attempts, S.failed, S.nlags, S.budget
+    jittered = lim[0].jitter != J_NONE
+    decorrelated = lim[0].jitter == J_DECORRELATED
+    base = lim[0].base
+    status = DONE
+    while True:
+        if jittered and ij >= jit.size:
+            status = NEED
+            break
+        t, kind, k = tree[0].t, tree[0].kind, tree[0].key
+        if kind == FINISHED or t > hz:
+            break
+        failed += 1
+        counts[k] += 1
+        n = fails[k]
+        fails[k] = n + 1
+        uj = 0.0
+        if jittered:
+            uj = jit[ij]
+            ij += 1
+        d, own, overflow = _when(lim, bucket, n, prev[k] if n > 0 else base, uj, t)
+        if overflow:
+            status = OVERFLOW
+            break
+        if decorrelated:
+            prev[k] = own
+        budget -= 1
+        a = t + d  # the next attempt
+        if a > hz:
+            _tree_replay(tree, math.inf, FINISHED, k)
+        else:
+            attempts += 1
+            budget -= 1
+            if a > 0:
+                b = int(a / bw)
+                bins[b if b < nbins else nbins] += 1
+            if a < out:
+                _tree_replay(tree, a + att, FAILURE, k)
+            else:
+                lags[nlags] = a - out
+                nlags += 1
+                _tree_replay(tree, math.inf, FINISHED, k)
+        if budget <= 0:
+            status = BUDGET
+            break
+    S.ij, S.attempts, S.failed, S.nlags, S.budget = ij, attempts, failed, nlags, budget
+    return status
+
+
+@dataclass
+class StormRun:
+    attempts: int
+    failed: int
+    bins: npt.NDArray[np.float64]
+    lags: npt.NDArray[np.float64]
+    counts: npt.NDArray[np.int64]
+    over_budget: bool
+
+
+def run_storm(*, keys: int, lim: Arr, bucket: Arr, outage_s: float, attempt_s: float,
+              horizon_s: float, bin_s: float, nbins: int, budget: int, seed: int,
+              replicate: bool = True, exact: bool = False) -> StormRun:
+    """The storm from the N first attempts at t = 0 to the horizon; jitter is drawn from
+    ``default_rng(seed)``, one number per failure.
+
+    Without jitter and without a shared bucket nothing links the keys: each one's timeline
+    is a function of its own failures, and all N start alike, so (``replicate``) one key is
+    replayed and the counts are multiplied by N (exact: they are whole numbers far below
+    2^53); the step budget is then N × one key's steps. :func:`_storm_fast` runs the storm
+    unless it meets an error (or ``exact``), then :func:`_storm_run` does."""
+    if replicate and lim[0]["jitter"] == J_NONE and not lim[0]["bucket"] and keys > 1:
+        one = run_storm(keys=1, lim=lim, bucket=bucket, outage_s=outage_s,
+                        attempt_s=attempt_s, horizon_s=horizon_s, bin_s=bin_s, nbins=nbins,
+                        budget=-(-budget // keys), seed=seed, exact=exact)
+        return StormRun(attempts=one.attempts * keys, failed=one.failed * keys,
+                        bins=one.bins * keys, lags=np.repeat(one.lags, keys),
+                        counts=np.repeat(one.counts, keys), over_budget=one.over_budget)
+    if not exact:
+        fast = _run_storm_loop(_storm_fast, keys, lim, bucket, outage_s, attempt_s, horizon_s,
+                               bin_s, nbins, budget, seed)
+        if fast is not None:
+            return fast
+    exact_run = _run_storm_loop(_storm_run, keys, lim, bucket, outage_s, attempt_s, horizon_s,
+                                bin_s, nbins, budget, seed)
+    assert exact_run is not None
+    return exact_run
+
+
+def _run_storm_loop(loop: Callable[..., int], keys: int, lim: Arr, bucket: Arr,
+                    outage_s: float, attempt_s: float, horizon_s: float, bin_s: float,
+                    nbins: int, budget: int, seed: int) -> StormRun | None:
+    """Run ``loop`` (``_storm_run`` or ``_storm_fast``) on fresh state; None when
+    ``_storm_fast`` stopped on an error (OverflowError / over budget) that only the exact
+    loop can order."""
+    fast = loop is _storm_fast
+    bucket = bucket.copy()
+    ss = np.zeros(1, dtype=STORM_STATE)
+    ss[0]["budget"] = budget
+    size = 1 << (keys - 1).bit_length()
+    leaves = np.zeros(size, dtype=HEAP)  # (0.0, ATTEMPT, k): the N first attempts at t = 0
+    leaves["key"] = np.arange(size)
+    if fast:  # the first attempts (t = 0 < outage) are counted; their failures are next
+        leaves["t"][:keys] = 0.0 + attempt_s
+        leaves["kind"][:keys] = FAILURE
+        ss[0]["attempts"] = keys
+        ss[0]["budget"] = budget - keys
+    leaves["t"][keys:] = math.inf  # padding
+    leaves["kind"][keys:] = FINISHED
+    tree = np.zeros(size, dtype=HEAP)
+    _tree_build(tree, leaves)
+    bins = np.zeros(nbins + 1)
+    lags = np.zeros(keys)
+    counts = np.zeros(keys, dtype=np.int64)
+    fails = np.zeros(keys, dtype=np.int64)
+    prev = np.zeros(keys)
+    jittered = lim[0]["kind"] == L_EXP and lim[0]["jitter"] != J_NONE
+    rng = np.random.default_rng(seed)
+    jit = rng.random(_JITTER_BLOCK) if jittered else np.zeros(1)
+    if fast and ss[0]["budget"] <= 0:
+        return None
+    while True:
+        status = loop(ss, lim, bucket, tree, bins, lags, counts, fails, prev, jit,
+                      outage_s, attempt_s, horizon_s, bin_s, nbins)
+        if status == NEED:
+            jit = rng.random(_JITTER_BLOCK)
+            ss[0]["ij"] = 0
+            continue
+        break
+    if fast and status in (OVERFLOW, BUDGET):
+        return None
+    if status == OVERFLOW:
+        raise OverflowError(34, "Numerical result out of range")
+    s = ss[0]
+    return StormRun(attempts=int(s["attempts"]), failed=int(s["failed"]), bins=bins,
+                    lags=lags[: s["nlags"]], counts=counts, over_budget=status == BUDGET)
+
+
+_JITTER_BLOCK = 1 << 15
