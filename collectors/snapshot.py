@@ -148,12 +148,14 @@ class PrometheusSource:
         per_queue = {sq.signal: keyed(sq.signal) for sq in queries
                      if sq.key in ("queue", "controller")}
         buckets: dict[str, dict[str, list[tuple[float, float]]]] = {}
+        le_of: dict[str, float | None] = {}  # a dozen distinct le texts, parsed once each
         for signal in ("queue_wait_buckets", "work_buckets"):
             acc: dict[str, list[tuple[float, float]]] = defaultdict(list)
-            for s in results[signal].samples:
-                le = parse_le(s.labels.get("le", ""))
+            for labels, value, _special in results[signal].samples:
+                text = labels.get("le", "")
+                le = le_of[text] if text in le_of else le_of.setdefault(text, parse_le(text))
                 if le is not None:
-                    acc[s.labels.get(ql, "")].append((le, math.nan if s.value is None else s.value))
+                    acc[labels.get(ql, "")].append((le, math.nan if value is None else value))
             buckets[signal] = acc
         outcomes: dict[str, dict[str, float]] = defaultdict(dict)
         if "reconcile_results_per_s" in results:
