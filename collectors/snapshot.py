@@ -22,6 +22,7 @@ What it does with the answers, and nothing more (collectors decide nothing):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict, deque
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -493,6 +494,17 @@ class _Processes:
     def series(self) -> list[ProcessSeries]:
         return [a.series for a in self.attributed if a.series is not None]
 
+    def series_for(self, processes: np.ndarray) -> list[ProcessSeries]:
+        """:attr:`series` restricted to the rows of ``processes`` (a batch of a range read
+        needs only its own queues' processes, not the whole fleet's)."""
+        out = []
+        for ps in self.series:
+            keep = np.isin(ps.process, processes)
+            out.append(dataclasses.replace(
+                ps, process=ps.process[keep], values=ps.values[keep],
+                class_of=None if ps.class_of is None else ps.class_of[keep]))
+        return out
+
     def pairs(self, order: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(row, process) for every queue of ``order`` and each process that runs it."""
         q_idx: list[int] = []
@@ -808,6 +820,7 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
     hists = {prefix: _range_layouts(results[signal], ql, rows, t, step)
              for signal, prefix in (("queue_wait_buckets", "queue_wait"),
                                     ("work_buckets", "work")) if signal in results}
+    pairs = procs.pairs(order)
 
     return RawSignals(
         queues=order, t=t, direct=direct, histograms=hists,
@@ -815,8 +828,8 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
         samples_in_window=counts,
         expected_samples=(window_s / profile.scrape_interval_s
                           if profile.scrape_interval_s else None),
-        processes=procs.count, queue_process=procs.pairs(order),
-        process_series=procs.series)
+        processes=procs.count, queue_process=pairs,
+        process_series=procs.series_for(np.unique(pairs[1])))
 
 
 def _note_dropped(signal: str, res: RangeResult, warnings: list[str]) -> None:

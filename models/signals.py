@@ -193,6 +193,25 @@ def _coverage(raw: RawSignals) -> FloatArray | None:
     return np.asarray(np.minimum(out, 1.0), dtype=np.float64)
 
 
+def _group_sum(values: FloatArray, groups: IntArray, n_groups: int
+               ) -> tuple[FloatArray, FloatArray]:
+    """(sum of the finite values, how many there were) of the rows of ``values`` by group:
+    one sort and two ``add.reduceat`` (``ufunc.at`` on rows is ~100× slower)."""
+    n_t = values.shape[1]
+    total = np.zeros((n_groups, n_t))
+    count = np.zeros((n_groups, n_t))
+    if len(groups) == 0:
+        return total, count
+    order = np.argsort(groups, kind="stable")
+    g = groups[order]
+    v = values[order]
+    ok = np.isfinite(v)
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    total[g[starts]] = np.add.reduceat(np.where(ok, v, 0.0), starts, axis=0)
+    count[g[starts]] = np.add.reduceat(ok.astype(np.float64), starts, axis=0)
+    return total, count
+
+
 def _attribute(raw: RawSignals, shape: tuple[int, int]) -> dict[str, FloatArray]:
     """Per-process sums, each given to the queues of the process (NaN where no row had a
     point: a missing value is never 0)."""
@@ -200,32 +219,21 @@ def _attribute(raw: RawSignals, shape: tuple[int, int]) -> dict[str, FloatArray]
     if raw.queue_process is None:
         return out
     q_idx, p_idx = raw.queue_process
-    n_t = shape[1]
 
     def to_queues(total: FloatArray, count: FloatArray) -> FloatArray:
-        q_sum = np.zeros(shape)
-        q_n = np.zeros(shape)
-        np.add.at(q_sum, q_idx, total[p_idx])
-        np.add.at(q_n, q_idx, count[p_idx])
+        q_sum, _ = _group_sum(total[p_idx], q_idx, shape[0])
+        q_n, _ = _group_sum(count[p_idx], q_idx, shape[0])
         return np.where(q_n > 0, q_sum, np.nan)
 
     for ps in raw.process_series:
-        ok = np.isfinite(ps.values)
-        vals = np.where(ok, ps.values, 0.0)
-        total = np.zeros((raw.processes, n_t))
-        count = np.zeros((raw.processes, n_t))
-        np.add.at(total, ps.process, vals)
-        np.add.at(count, ps.process, ok)
+        total, count = _group_sum(ps.values, ps.process, raw.processes)
         out[ps.total_field] = to_queues(total, count)
         if ps.class_of is not None and ps.classes:
             n_c = len(ps.classes)
-            slot = ps.process * n_c + ps.class_of
-            c_total = np.zeros((raw.processes * n_c, n_t))
-            c_count = np.zeros((raw.processes * n_c, n_t))
-            np.add.at(c_total, slot, vals)
-            np.add.at(c_count, slot, ok)
-            by_total = c_total.reshape(raw.processes, n_c, n_t)
-            by_count = c_count.reshape(raw.processes, n_c, n_t)
+            c_total, c_count = _group_sum(ps.values, ps.process * n_c + ps.class_of,
+                                          raw.processes * n_c)
+            by_total = c_total.reshape(raw.processes, n_c, -1)
+            by_count = c_count.reshape(raw.processes, n_c, -1)
             for k, name in enumerate(ps.classes):
                 out[f"{ps.class_field}.{name}"] = to_queues(by_total[:, k], by_count[:, k])
     return out
