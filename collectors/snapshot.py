@@ -199,9 +199,14 @@ class PrometheusSource:
         direct = {sig: column(samples) for sig, samples in per_queue.items()
                   if sig != "samples_in_window"}
         for q, kinds in outcomes.items():
+            row = rows.get(q)
+            if row is None:
+                continue
             for kind, value in kinds.items():
-                direct.setdefault(f"reconcile_results_per_s.{kind}",
-                                  np.full((len(order), 1), np.nan))[rows[q], 0] = value
+                name = f"reconcile_results_per_s.{kind}"
+                if name not in direct:
+                    direct[name] = np.full((len(order), 1), np.nan)
+                direct[name][row, 0] = value
         external = [self._external(q, results) for q in order]
         direct["external_effects_per_s"] = np.array(
             [_nan(value) for value, _ in external]).reshape(-1, 1)
@@ -481,7 +486,8 @@ class _Processes:
         self.attributed: list[_Attributed] = []
 
     def key(self, labels: Mapping[str, str]) -> tuple[str, ...]:
-        return tuple(labels.get(lb, "") for lb in self.plabels)
+        get = labels.get
+        return tuple([get(lb, "") for lb in self.plabels])
 
     def process(self, key: tuple[str, ...]) -> int:
         return self.index.setdefault(key, len(self.index))
