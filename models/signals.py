@@ -184,9 +184,8 @@ def _coverage(raw: RawSignals) -> FloatArray | None:
     if raw.expected_samples is not None:
         expected = np.full(n.shape[1], float(raw.expected_samples))
     else:
-        with np.errstate(invalid="ignore"):
-            expected = np.where(np.isfinite(n).any(axis=0), np.nanmax(
-                np.where(np.isfinite(n), n, -np.inf), axis=0), np.nan)
+        most = np.max(np.where(np.isfinite(n), n, -np.inf), axis=0, initial=-np.inf)
+        expected = np.where(np.isfinite(most), most, np.nan)
     out = np.full(n.shape, np.nan)
     np.divide(n, expected[None, :], out=out, where=expected[None, :] > 0)
     out = np.where((expected[None, :] <= 0) & np.isfinite(n), 1.0, out)

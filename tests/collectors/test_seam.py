@@ -117,3 +117,18 @@ def test_range_of_some_signals_reads_only_their_queries(
             "depth_mean"} <= set(some.signals)
     for name in some.signals:
         np.testing.assert_array_equal(some.matrix(name), whole.matrix(name), err_msg=name)
+
+
+@pytest.mark.prometheus
+def test_a_time_with_no_data_is_an_empty_read_not_an_error(
+    backfilled_prometheus: PrometheusProcess,
+) -> None:
+    from tests.support.workqueue_om import START
+
+    src = _source(backfilled_prometheus.url)
+    before = START - 30 * 86_400  # a month before the backfilled data: every answer is empty
+    assert list(src.snapshot(before, WINDOW_S).queues) == []
+    rng = src.range(before - 3600, before, 60)
+    assert rng.queues == ()
+    assert rng.signals == {}
+    assert len(rng.t) == 61
