@@ -413,6 +413,13 @@ class Profile:
             ]
         return out
 
+    def expected_samples_query(self, window_s: float) -> str:
+        """The most samples any queue's counter has in a rate window, over the whole fleet of
+        the selector: what a full window holds when the scrape interval is not configured
+        (a range read in batches of queues compares every batch with the same figure)."""
+        w = format_duration(window_s)
+        return f"max(count_over_time({self.metrics.adds}{self._sel()}[{w}]))"
+
     def topology_query(self, window_s: float, queues: Sequence[str] | None = None) -> str:
         """Which process (job/instance) runs which queue: joins process-wide API metrics."""
         w = format_duration(window_s)

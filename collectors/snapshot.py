@@ -291,7 +291,10 @@ class PrometheusSource:
         def ranged(promql: str) -> Callable[[], Any]:
             return lambda: client.query_range(promql, a, b, step)
 
-        topo_q = profile.topology_query(b - a + window, queues)
+        # A long list of names is not put in one URL: the topology of the whole selector is
+        # read and the names are kept here.
+        topo_q = profile.topology_query(
+            b - a + window, queues if queues and len(queues) <= RANGE_BATCH_QUEUES else None)
         fleet_jobs: dict[str, Callable[[], Any]] = {"topology": lambda: client.query(topo_q, b)}
         needed = raw_inputs(signals) if signals is not None else None
 
@@ -305,6 +308,9 @@ class PrometheusSource:
         if needed is None or "external_effects_per_s" in needed:
             for i, eff in enumerate(profile.external_effects):
                 fleet_jobs[f"external:{i}"] = ranged(eff.render(window))
+        if not profile.scrape_interval_s:  # one figure per time for every batch alike
+            expected_q = profile.expected_samples_query(window)
+            fleet_jobs["expected_samples"] = ranged(expected_q)
         fleet = _run_all(fleet_jobs, parallelism)
         known = sorted({smp.labels.get(profile.queue_label, "")
                         for smp in fleet["topology"].samples} - {""})
@@ -822,7 +828,8 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
             counts = out
         else:
             direct[sq.signal] = out
-    direct.update(_range_external(profile, results, order, rows, place, shape))
+    if all(f"external:{i}" in results for i in range(len(profile.external_effects))):
+        direct.update(_range_external(profile, results, order, rows, place, shape))
     hists = {prefix: _range_layouts(results[signal], ql, rows, t, step)
              for signal, prefix in (("queue_wait_buckets", "queue_wait"),
                                     ("work_buckets", "work")) if signal in results}
@@ -832,10 +839,21 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
         queues=order, t=t, direct=direct, histograms=hists,
         configured_workers=np.array([_nan(profile.configured_workers(q)) for q in order]),
         samples_in_window=counts,
-        expected_samples=(window_s / profile.scrape_interval_s
-                          if profile.scrape_interval_s else None),
+        expected_samples=(window_s / profile.scrape_interval_s if profile.scrape_interval_s
+                          else _fleet_expected(results, t, step)),
         processes=procs.count, queue_process=pairs,
         process_series=procs.series_for(np.unique(pairs[1])))
+
+
+def _fleet_expected(results: Mapping[str, Any], t: np.ndarray, step: float
+                    ) -> np.ndarray | None:
+    """The fleet-wide expected samples per time (:meth:`Profile.expected_samples_query`)."""
+    res = results.get("expected_samples")
+    if res is None:
+        return None
+    out = np.full((1, len(t)), np.nan)
+    _scatter(out, res, np.zeros(len(res.labels), dtype=np.int64), t, step)
+    return np.asarray(out[0], dtype=np.float64)
 
 
 def _note_dropped(signal: str, res: RangeResult, warnings: list[str]) -> None:

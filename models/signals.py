@@ -147,9 +147,9 @@ class RawSignals:
     """(Q,) worker counts from the config, NaN where none; used where no gauge was read."""
     samples_in_window: FloatArray | None = None
     """(Q, T) samples of a counter per rate window (``count_over_time``), for gap masks."""
-    expected_samples: float | None = None
-    """Samples a full window holds (window ÷ scrape interval); None: the most any queue has
-    at that time."""
+    expected_samples: float | FloatArray | None = None
+    """Samples a full window holds: one number (window ÷ scrape interval) or one per time
+    (T,); None: the most any queue of this read has at that time."""
     processes: int = 0
     """Number of processes the per-process series and ``queue_process`` refer to."""
     queue_process: tuple[IntArray, IntArray] | None = None
@@ -182,7 +182,8 @@ def _coverage(raw: RawSignals) -> FloatArray | None:
     if n is None:
         return None
     if raw.expected_samples is not None:
-        expected = np.full(n.shape[1], float(raw.expected_samples))
+        expected = np.broadcast_to(np.asarray(raw.expected_samples, dtype=np.float64),
+                                   (n.shape[1],))
     else:
         most = np.max(np.where(np.isfinite(n), n, -np.inf), axis=0, initial=-np.inf)
         expected = np.where(np.isfinite(most), most, np.nan)

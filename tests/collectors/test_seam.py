@@ -132,3 +132,70 @@ def test_a_time_with_no_data_is_an_empty_read_not_an_error(
     assert rng.queues == ()
     assert rng.signals == {}
     assert len(rng.t) == 61
+
+
+@pytest.mark.prometheus
+def test_signals_restricted_read_with_external_effects_configured(
+    backfilled_prometheus: PrometheusProcess,
+) -> None:
+    from collectors.config import parse_config
+    from dashboard.advice import HISTORY_SIGNALS
+
+    cfg = parse_config(
+        "profile:\n"
+        "  external_effects:\n"
+        "    - queues: [deployment]\n"
+        "      query: 'sum(rate(rest_client_requests_total{code=\"409\"}[$window]))'\n")
+    src = PrometheusSource(
+        PrometheusClient(ConnectionSettings(url=backfilled_prometheus.url, timeout_s=10)),
+        cfg.profile)
+    some = src.range(AT - 3600, AT, 60, signals=HISTORY_SIGNALS)  # the advisor's read
+    assert "external_effects_per_s" not in some.signals
+    every = src.range(AT - 3600, AT, 60)
+    t, v = every.series("deployment", "external_effects_per_s")
+    assert len(t) > 10
+    assert v[-10:] == pytest.approx(0.5)  # the 409 rate of the deployment's process
+
+
+@pytest.mark.prometheus
+def test_a_one_queue_read_masks_its_scrape_gap_like_the_fleet_read(
+    backfilled_prometheus: PrometheusProcess, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The expected samples of a window are the fleet's, whichever queues a read (or a batch
+    of a read) holds: a queue alone is not compared with itself only."""
+    from tests.support.workqueue_om import AT_GAP
+
+    src = _source(backfilled_prometheus.url)
+    fleet = src.range(AT_GAP - 600, AT_GAP + 600, 60)
+    alone = src.range(AT_GAP - 600, AT_GAP + 600, 60, queues=["endpoints"])
+    monkeypatch.setattr(snapshot_mod, "RANGE_BATCH_QUEUES", 1)
+    batched = src.range(AT_GAP - 600, AT_GAP + 600, 60)
+    want = fleet.matrix("arrival_rate_per_s")[fleet.index("endpoints") or 0]
+    assert np.isnan(want).any()  # the gap is masked in the fleet read
+    for rng in (alone, batched):
+        got = rng.matrix("arrival_rate_per_s")[rng.index("endpoints") or 0]
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.prometheus
+def test_a_long_queue_list_is_not_put_in_the_topology_url(
+    backfilled_prometheus: PrometheusProcess, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    src = _source(backfilled_prometheus.url)
+    sent: list[str] = []
+    query = src.client.query
+
+    def recording(promql: str, at: float) -> object:
+        sent.append(promql)
+        return query(promql, at)
+
+    monkeypatch.setattr(src.client, "query", recording)
+    monkeypatch.setattr(snapshot_mod, "RANGE_BATCH_QUEUES", 2)
+    names = ["deployment", "node.lease", "nodeXlease", "no-such-queue"]
+    rng = src.range(AT - 600, AT, 60, queues=names)
+    assert rng.queues == ("deployment", "node.lease", "nodeXlease")
+    (topology,) = sent
+    assert "node" not in topology  # the whole selector's topology, filtered here
+    one = src.range(AT - 600, AT, 60, queues=["node.lease"])
+    np.testing.assert_array_equal(one.matrix("api_calls_per_s")[0],
+                                  rng.matrix("api_calls_per_s")[rng.index("node.lease") or 0])
