@@ -5,7 +5,9 @@
 * :func:`chrome_driver` starts Debian's ``/usr/bin/chromium`` through ``chromedriver`` with
   selenium (3.141 or 4.x), headless, with a fresh profile and no background networking.
 * :class:`Browser` wraps the driver with bounded explicit waits and :meth:`Browser.screenshot`,
-  which writes ``docs/screenshots/<name>.png`` at a fixed 1400×900 window.
+  which writes ``<name>.png`` at a fixed 1400×900 window into a temporary directory — tests
+  never rewrite tracked files; ``QUEUELENS_SCREENSHOT_DIR=docs/screenshots`` refreshes the
+  README's pictures.
 
 Fixtures (import them into a conftest.py): ``dashboard_url`` (module scope; the demo-backed
 app) and ``browser`` (module scope). For an app on another source (a real Prometheus, a fixed
@@ -15,6 +17,7 @@ chromium/chromedriver fails under CI=true and skips elsewhere (``tests.conftest.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
@@ -30,6 +33,15 @@ from tests.conftest import require_binary
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "docs" / "screenshots"
+"""Where the README's pictures live (written only when QUEUELENS_SCREENSHOT_DIR names it)."""
+
+
+def screenshot_dir() -> Path:
+    """$QUEUELENS_SCREENSHOT_DIR (relative to the repository), else a temporary directory."""
+    chosen = os.environ.get("QUEUELENS_SCREENSHOT_DIR")
+    if chosen:
+        return (REPO / chosen).resolve()
+    return Path(tempfile.gettempdir()) / "queuelens-screenshots"
 WINDOW = (1400, 900)
 DEFAULT_TIMEOUT_S = 15.0
 
@@ -191,9 +203,10 @@ class Browser:
             what="arrivals, throughput and capacity lines")
 
     def screenshot(self, name: str) -> Path:
-        """Save docs/screenshots/<name>.png at the fixed window size."""
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        path = SCREENSHOTS / f"{name}.png"
+        """Save <name>.png at the fixed window size into :func:`screenshot_dir`."""
+        folder = screenshot_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.png"
         self.driver.set_window_size(*WINDOW)
         if not self.driver.save_screenshot(str(path)):
             pytest.fail(f"could not save screenshot {path}")
