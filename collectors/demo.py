@@ -117,7 +117,7 @@ class DemoSource:
         The fleet's counters and gauges are read as PromQL would read them (rates, bucket
         increases, gauge statistics) into a :class:`models.signals.RawSignals`; everything
         else is :func:`models.signals.derive`, the same derive the Prometheus source uses."""
-        return derive(self.raw(ends, window_s, select, sample_s)).values  # type: ignore[return-value]
+        return dict(derive(self.raw(ends, window_s, select, sample_s)).values)
 
     def raw(
         self,

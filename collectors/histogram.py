@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 __all__ = ["parse_le"]
 
 
@@ -12,4 +14,4 @@ def parse_le(text: str) -> float | None:
         value = float(text)
     except (TypeError, ValueError):
         return None
-    return None if value != value else value  # NaN is the only value unequal to itself
+    return None if math.isnan(value) else value

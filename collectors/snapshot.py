@@ -83,13 +83,7 @@ def _run_all(
     pool = ThreadPoolExecutor(max_workers=min(parallelism, len(jobs)),
                               thread_name_prefix="queuelens-query")
     try:
-        futures: dict[Future[T], str] = {pool.submit(fn): k for k, fn in jobs.items()}
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        for fut in done:
-            exc = fut.exception()
-            if exc is not None:
-                raise exc
-        return {k: fut.result() for fut, k in futures.items()}
+        return _gather({k: pool.submit(fn) for k, fn in jobs.items()})
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -277,8 +271,8 @@ class PrometheusSource:
         The topology query (which process runs which queue) goes first and names the queues;
         a fleet of more than :data:`RANGE_BATCH_QUEUES` queues is then read in batches of that
         many queue names (one query per signal per batch, ``name=~"a|b|…"``), each batch's
-        answers decoded into its rows of the result and dropped before the next batch is
-        asked for: a 10,000-queue read never holds more than one batch of JSON answers."""
+        answers decoded into its rows of the result and dropped; the next batch is asked for
+        while one is decoded, so a 10,000-queue read holds at most two batches of answers."""
         try:
             a, b, step = plan_range(start, end, step_s)
         except ValueError as exc:
@@ -365,8 +359,10 @@ class PrometheusSource:
                                  procs, warnings)
                 del results
                 derived = derive(raw)
-                for q in np.asarray(raw.queues, dtype=object)[derived.gap.any(axis=1)]:
-                    n = int(derived.gap[raw.queues.index(q)].sum())
+                gaps = derived.gap.sum(axis=1).tolist()
+                for q, n in zip(raw.queues, gaps, strict=True):
+                    if not n:
+                        continue
                     warnings.append(f"{q}: {n} point(s) dropped from rate signals: scrape gap "
                                     f"(fewer than {100 * MIN_COVERAGE:.0f} % of the expected "
                                     "samples in the rate window)")

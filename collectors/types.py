@@ -133,9 +133,6 @@ class RangeData:
         ok = np.isfinite(row)
         return self.t[ok], row[ok]
 
-    def has(self, queue: str, signal: str) -> bool:
-        return len(self.series(queue, signal)[0]) > 0
-
     @cached_property
     def frame(self) -> pd.DataFrame:
         """The long form (``queue``, ``signal``, ``t``, ``value``; finite points only, sorted

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from collectors.errors import ConfigError
 from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
@@ -116,12 +115,6 @@ def histories_from_range(range_data: RangeData, queues: Sequence[str] | None = N
     built = histories_from_table(times, lengths, columns)
     names = [range_data.queues[i] for i in rows.tolist()]
     return dict(zip(names, built, strict=True))
-
-
-def histories_from_frame(frame: pd.DataFrame, queues: Sequence[str] | None = None
-                         ) -> dict[str, QueueHistory]:
-    """The same from the long form (``queue``, ``signal``, ``t``, ``value``)."""
-    return histories_from_range(RangeData.from_frame(0.0, 0.0, 1.0, "", frame), queues)
 
 
 @dataclass(frozen=True)

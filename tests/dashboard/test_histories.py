@@ -1,5 +1,5 @@
-"""histories_from_frame (all queues in one pass) against a per-queue pandas reference written
-out here, and histories_from_table's checks."""
+"""histories_from_range (all queues in one pass, from RangeData matrices) against a per-queue
+pandas reference written out here, and histories_from_table's checks."""
 
 from __future__ import annotations
 
@@ -8,12 +8,19 @@ import pandas as pd
 import pytest
 
 from collectors.demo import DemoSource
-from dashboard.advice import _SIGNALS, histories_from_frame, history_from_range
+from collectors.types import RangeData
+from dashboard.advice import _SIGNALS, histories_from_range, history_from_range
 from models import fleet as fl
 from models.advisor import HISTORY_FIELDS, QueueHistory, histories_from_table
 from models.errors import ModelInputError
 
 AT = fl.EPOCH_S + 40 * 86400 + 14 * 3600
+
+
+def histories_from_frame(frame: pd.DataFrame, queues: list[str] | None = None
+                         ) -> dict[str, QueueHistory]:
+    """The long form through RangeData.from_frame (irregular, shuffled, duplicated rows)."""
+    return histories_from_range(RangeData.from_frame(0.0, 0.0, 1.0, "t", frame), queues)
 
 
 def reference(frame: pd.DataFrame, queue: str) -> QueueHistory | None:

@@ -11,7 +11,7 @@ import pytest
 
 from collectors.demo import DemoSource
 from collectors.types import QueueSnapshot
-from dashboard.advice import histories_from_frame, process_key, process_totals
+from dashboard.advice import histories_from_range, process_key, process_totals
 from dashboard.cliutil import jsonable
 from models import fleet as fl
 from models.advisor import (
@@ -112,7 +112,7 @@ def test_same_verdicts_as_advise_on_varied_queues(options: dict[str, Any]) -> No
 def test_same_verdicts_as_advise_on_the_demo_fleet() -> None:
     src = DemoSource(seed=0, queues=120)
     snap = src.snapshot(AT, 300.0)
-    histories = histories_from_frame(src.range(AT - 3600, AT, 150.0, None).frame)
+    histories = histories_from_range(src.range(AT - 3600, AT, 150.0, None))
     totals = process_totals(snap.queues)
     requests = []
     for q in snap.queues:
