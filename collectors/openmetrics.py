@@ -15,13 +15,14 @@ series, one value per timestamp, families contiguous, a ``+Inf`` bucket, no blan
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from models import fleet as fl
+from models.scrape import ScrapedHistogram, ScrapedMetrics
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -33,6 +34,8 @@ class Series:
     labels: Mapping[str, str]
     values: FloatArray
     """One value per requested time."""
+    times: FloatArray | None = None
+    """The series' own unix times, when they are not the ones of the whole rendering."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,8 @@ HELP = {
     "host.",
     "rest_client_rate_limiter_duration_seconds": "Client side rate limiter latency in seconds. "
     "Broken down by verb, and host.",
+    "rest_client_request_duration_seconds": "Request latency in seconds. Broken down by verb, "
+    "and host.",
     "external_dns_provider_requests": "Requests the controller sent to the DNS provider API "
     "(demo: the external effects of the dnsrecord queue), by result",
 }
@@ -77,6 +82,66 @@ EXTERNAL_EFFECTS_PROMQL = (
     'sum by (controller) (rate(external_dns_provider_requests_total{result="success"}[5m]))'
 )
 """What a user would configure as the dnsrecord queue's external-effects query."""
+
+
+def _scraped_histogram(name: str, labels: dict[str, str], h: ScrapedHistogram,
+                       times: FloatArray) -> list[Series]:
+    out = [Series(f"{name}_bucket", {**labels, "le": fl.go_float(b)}, h.buckets[:, i], times)
+           for i, b in enumerate(h.bounds)]
+    out.append(Series(f"{name}_bucket", {**labels, "le": "+Inf"}, h.count, times))
+    out.append(Series(f"{name}_sum", labels, h.sum, times))
+    out.append(Series(f"{name}_count", labels, h.count, times))
+    return out
+
+
+def simulated_families(
+    controllers: Sequence[tuple[str, str, ScrapedMetrics]], start: float
+) -> list[Family]:
+    """The series of simulated controllers — (queue name, pod, scraped metrics) each, every
+    controller in its own process — at ``start`` + their scrape times: the families a
+    controller-runtime manager exposes (:mod:`models.scrape` says what each one counts)."""
+    fams: dict[str, Family] = {}
+
+    def add(name: str, kind: str, series: list[Series]) -> None:
+        fams.setdefault(name, Family(name, kind, HELP[name], [])).series.extend(series)
+
+    for queue, pod, m in controllers:
+        t = start + m.t_s
+        wq = {"name": queue, "controller": queue, "pod": pod}
+        cr = {"controller": queue, "pod": pod}
+        add("workqueue_depth", "gauge", [Series("workqueue_depth", wq, m.gauges["depth"], t)])
+        add("workqueue_adds", "counter",
+            [Series("workqueue_adds_total", wq, m.counters["adds"], t)])
+        add("workqueue_retries", "counter",
+            [Series("workqueue_retries_total", wq, m.counters["retries"], t)])
+        for fam, key in (("workqueue_queue_duration_seconds", "queue_duration"),
+                         ("workqueue_work_duration_seconds", "work_duration")):
+            add(fam, "histogram", _scraped_histogram(fam, wq, m.histograms[key], t))
+        for fam, key in (("workqueue_unfinished_work_seconds", "unfinished_work_s"),
+                         ("workqueue_longest_running_processor_seconds", "longest_running_s")):
+            add(fam, "gauge", [Series(fam, wq, m.gauges[key], t)])
+        add("controller_runtime_reconcile", "counter", [
+            Series("controller_runtime_reconcile_total", {**cr, "result": result},
+                   m.counters[f"reconcile_{result}"], t) for result in ("success", "error")])
+        add("controller_runtime_reconcile_errors", "counter", [
+            Series("controller_runtime_reconcile_errors_total", cr,
+                   m.counters["reconcile_error"], t)])
+        add("controller_runtime_reconcile_time_seconds", "histogram", _scraped_histogram(
+            "controller_runtime_reconcile_time_seconds", cr, m.histograms["reconcile_time"], t))
+        for fam, key in (("controller_runtime_max_concurrent_reconciles",
+                          "max_concurrent_reconciles"),
+                         ("controller_runtime_active_workers", "active_workers")):
+            add(fam, "gauge", [Series(fam, cr, m.gauges[key], t)])
+        if m.api_calls:
+            add("rest_client_requests", "counter", [Series(
+                "rest_client_requests_total",
+                {"code": "200", "host": fl.API_HOST, "method": "GET", "pod": pod},
+                m.counters["api_requests"], t)])
+            rc = {"host": fl.API_HOST, "verb": "GET", "pod": pod}
+            for fam, key in (("rest_client_rate_limiter_duration_seconds", "api_limiter"),
+                             ("rest_client_request_duration_seconds", "api_request")):
+                add(fam, "histogram", _scraped_histogram(fam, rc, m.histograms[key], t))
+    return list(fams.values())
 
 
 def _histogram(
@@ -228,15 +293,24 @@ def render_openmetrics(
         raise ValueError(f"the step must be positive, got {step_s!r}")
     times = start + np.arange(math.ceil((end - start) / step_s)) * step_s
     times = times[times < end]
-    stamps = [_number(float(x)) for x in times]
+    return render_families(fleet_families(fleet, times), times, extra_labels)
+
+
+def render_families(families: Sequence[Family], times: FloatArray | None = None,
+                    extra_labels: Mapping[str, str] | None = None) -> str:
+    """OpenMetrics text of ``families``: each series at its own times, else at ``times``."""
+    shared = [_number(float(x)) for x in times] if times is not None else None
     extra = dict(extra_labels or {})
     lines: list[str] = []
-    for family in fleet_families(fleet, times):
+    for family in families:
         if not family.series:
             continue
         lines.append(f"# HELP {family.name} {family.help}")
         lines.append(f"# TYPE {family.name} {family.type}")
         for s in family.series:
+            stamps = [_number(float(x)) for x in s.times] if s.times is not None else shared
+            if stamps is None:
+                raise ValueError(f"series {s.sample} has no times")
             head = s.sample + _labels({**s.labels, **extra})
             lines.extend(
                 f"{head} {_number(v)} {ts}"

@@ -90,6 +90,12 @@ def format_duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
+GAP_LOOKBACK_WINDOWS = 12
+"""A queue's expected samples per window are learnt from this many windows before the
+evaluation time (1 h for 5 m windows): long enough that a gap in the window itself changes
+the learnt rate by under a tenth, short enough to follow a changed scrape interval."""
+
+
 def rate_window_s(step_s: float, scrape_interval_s: float) -> float:
     """The ``rate()`` window of each point of a range query (Grafana's ``$__rate_interval``):
     max(step + scrape interval, 4 × scrape interval), so every window holds enough samples."""
@@ -413,12 +419,13 @@ class Profile:
             ]
         return out
 
-    def expected_samples_query(self, window_s: float) -> str:
-        """The most samples any queue's counter has in a rate window, over the whole fleet of
-        the selector: what a full window holds when the scrape interval is not configured
-        (a range read in batches of queues compares every batch with the same figure)."""
-        w = format_duration(window_s)
-        return f"max(count_over_time({self.metrics.adds}{self._sel()}[{w}]))"
+    def lookback_samples_query(self, window_s: float) -> str:
+        """Each queue's samples over :data:`GAP_LOOKBACK_WINDOWS` rate windows: its own scrape
+        rate, so that a snapshot can tell a gap in the window from a queue scraped every
+        30 s or 60 s when the scrape interval is not configured."""
+        w = format_duration(GAP_LOOKBACK_WINDOWS * window_s)
+        q = self.queue_label
+        return f"max by ({q}) (count_over_time({self.metrics.adds}{self._sel()}[{w}]))"
 
     def topology_query(self, window_s: float, queues: Sequence[str] | None = None) -> str:
         """Which process (job/instance) runs which queue: joins process-wide API metrics."""

@@ -34,7 +34,13 @@ import numpy as np
 
 from collectors.errors import CollectorError
 from collectors.histogram import parse_le
-from collectors.profile import Profile, SignalQuery, code_class, rate_window_s
+from collectors.profile import (
+    GAP_LOOKBACK_WINDOWS,
+    Profile,
+    SignalQuery,
+    code_class,
+    rate_window_s,
+)
 from collectors.prom_client import (
     InstantResult,
     PrometheusClient,
@@ -123,6 +129,8 @@ class PrometheusSource:
 
         jobs = {sq.signal: instant(sq.promql) for sq in queries}
         jobs["topology"] = instant(profile.topology_query(window_s))
+        if not profile.scrape_interval_s:
+            jobs["lookback_samples"] = instant(profile.lookback_samples_query(window_s))
         for i, eff in enumerate(profile.external_effects):
             jobs[f"external:{i}"] = instant(eff.render(window_s))
         results = _run_all(jobs, self.client.settings.parallelism)
@@ -222,7 +230,8 @@ class PrometheusSource:
             samples_in_window=(column(per_queue["samples_in_window"])
                                if "samples_in_window" in per_queue else None),
             expected_samples=(window_s / profile.scrape_interval_s
-                              if profile.scrape_interval_s else None),
+                              if profile.scrape_interval_s
+                              else _lookback_expected(results, ql, order)),
             processes=procs.count, queue_process=procs.pairs(order),
             process_series=procs.series)
         derived = derive(raw)
@@ -302,9 +311,6 @@ class PrometheusSource:
         if needed is None or "external_effects_per_s" in needed:
             for i, eff in enumerate(profile.external_effects):
                 fleet_jobs[f"external:{i}"] = ranged(eff.render(window))
-        if not profile.scrape_interval_s:  # one figure per time for every batch alike
-            expected_q = profile.expected_samples_query(window)
-            fleet_jobs["expected_samples"] = ranged(expected_q)
         fleet = _run_all(fleet_jobs, parallelism)
         known = sorted({smp.labels.get(profile.queue_label, "")
                         for smp in fleet["topology"].samples} - {""})
@@ -835,21 +841,23 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
         queues=order, t=t, direct=direct, histograms=hists,
         configured_workers=np.array([_nan(profile.configured_workers(q)) for q in order]),
         samples_in_window=counts,
+        # without a configured interval: each queue's most samples over the read's times
         expected_samples=(window_s / profile.scrape_interval_s if profile.scrape_interval_s
-                          else _fleet_expected(results, t, step)),
+                          else None),
         processes=procs.count, queue_process=pairs,
         process_series=procs.series_for(np.unique(pairs[1])))
 
 
-def _fleet_expected(results: Mapping[str, Any], t: np.ndarray, step: float
-                    ) -> np.ndarray | None:
-    """The fleet-wide expected samples per time (:meth:`Profile.expected_samples_query`)."""
-    res = results.get("expected_samples")
+def _lookback_expected(results: Mapping[str, Any], queue_label: str,
+                       order: Sequence[str]) -> np.ndarray | None:
+    """(Q, 1) samples a full window holds for each queue, from its samples over the lookback
+    (:meth:`Profile.lookback_samples_query`); NaN for a queue not in the answer."""
+    res = results.get("lookback_samples")
     if res is None:
         return None
-    out = np.full((1, len(t)), np.nan)
-    _scatter(out, res, np.zeros(len(res.labels), dtype=np.int64), t, step)
-    return np.asarray(out[0], dtype=np.float64)
+    by_queue = {s.labels.get(queue_label, ""): s.value for s in res.samples}
+    counts = np.array([_nan(by_queue.get(q)) for q in order], dtype=np.float64)
+    return (counts / GAP_LOOKBACK_WINDOWS).reshape(-1, 1)
 
 
 def _note_dropped(signal: str, res: RangeResult, warnings: list[str]) -> None:

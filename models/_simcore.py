@@ -84,12 +84,15 @@ def _i64(value: int) -> int:
 
 HEAP = np.dtype([("t", np.float64), ("kind", np.int64), ("key", np.int64)])
 COMPLETION, RETRY, BURST = _i64(0), _i64(1), _i64(2)
+CALL, WORKER_UP, WORKER_DOWN = _i64(3), _i64(4), _i64(5)
+"""The pass of key k makes its next API call; one worker joins; one worker leaves."""
 SENTINEL = _i64(-1)  # the (inf, -1) entry that keeps the simulator's heap non-empty
 
 # --- per-key records ---------------------------------------------------------------------------
 KEYREC = np.dtype([
     ("key", np.int64), ("flags", np.int64), ("seq", np.int64), ("fails", np.int64),
     ("add", np.float64), ("start", np.float64), ("wait", np.float64), ("prev", np.float64),
+    ("calls", np.int64),
 ])
 EMPTY = -1
 DIRTY, PROC, WAIT, PEN = 1, 2, 4, 8  # dirty (add time valid), processing, retry waiting, penalised
@@ -99,6 +102,14 @@ TRACE = np.dtype([("t", np.float64), ("kind", np.int64), ("key", np.int64), ("va
 T_ARRIVAL, T_COALESCED, T_START, T_SUCCESS, T_FAILURE, T_RETRY_READY = (
     _i64(0), _i64(1), _i64(2), _i64(3), _i64(4), _i64(5))
 TRACE_KINDS = ("arrival", "coalesced", "start", "success", "failure", "retry-ready")
+
+# --- the metric log (what a controller's /metrics would have observed, event by event) -------
+LOG = np.dtype([("t", np.float64), ("kind", np.int64), ("value", np.float64)])
+LOG_ADD, LOG_GET, LOG_OK, LOG_FAIL_DELAY, LOG_FAIL_NOW, LOG_CALL = (
+    _i64(0), _i64(1), _i64(2), _i64(3), _i64(4), _i64(5))
+"""A counted add; a Get (value: its queue wait); a Done after success / after a failure
+re-added with a delay / after a failure re-added at once (value: the pass's start); an API call
+(t: when it asked the client's token bucket, value: the bucket's delay)."""
 
 # --- retry limiter (models.ratelimit.RetryPolicy.build) --------------------------------------
 LIMITER = np.dtype([
@@ -116,6 +127,11 @@ SIM_PARAMS = np.dtype([
     ("mean_s", np.float64), ("dq", np.float64), ("dburst", np.float64),
     ("m", np.int64), ("svc_const", np.int64), ("dep_on", np.int64), ("forget", np.int64),
     ("n_trace", np.int64),
+    # the mechanisms of a real controller (off unless ext_on): serial section, coherency,
+    # the API client's token bucket, and the metric log
+    ("ext_on", np.int64), ("lock_f", np.float64), ("sigma", np.float64), ("kappa", np.float64),
+    ("n_calls", np.int64), ("call_lat", np.float64), ("aq", np.float64), ("aburst", np.float64),
+    ("log_on", np.int64),
 ])
 SIM_STATE = np.dtype([
     # positions in the input blocks
@@ -131,6 +147,10 @@ SIM_STATE = np.dtype([
     # sums and the dependency's token bucket
     ("depth_corr", np.float64), ("busy_area", np.float64), ("work_sum", np.float64),
     ("dtok", np.float64), ("dlast", np.float64),
+    # workers in a pass, workers due to leave, the lock, API calls, the metric log
+    ("busy", np.int64), ("retire", np.int64), ("lock_free", np.float64),
+    ("lock_wait", np.float64), ("lock_n", np.int64), ("api_wait", np.float64),
+    ("api_n", np.int64), ("nlog", np.int64),
 ])
 
 
@@ -221,6 +241,7 @@ def _copy_record(dst: Arr, i: int, src: Arr, j: int) -> None:
     d, r = dst[i], src[j]
     d.key, d.flags, d.seq, d.fails = r.key, r.flags, r.seq, r.fails
     d.add, d.start, d.wait, d.prev = r.add, r.start, r.wait, r.prev
+    d.calls = r.calls
 
 
 @_jit
@@ -333,15 +354,25 @@ def _trace(tr: Arr, ntr: int, n_trace: int, t: float, kind: int, k: int, v: floa
 
 
 @_jit
-def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: Arr,
-             at: Arr, ak: Arr, svc: Arr, u: Arr, jit: Arr,
-             wh: Arr, wf: Arr, dep: Arr, tr: Arr) -> int:
+def _log(lg: Arr, nlog: int, log_on: int, t: float, kind: int, v: float) -> int:
+    if log_on:
+        lg[nlog].t, lg[nlog].kind, lg[nlog].value = t, kind, v
+        nlog += 1
+    return nlog
+
+
+@_jit
+def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, tab: Arr,
+             q: Arr, at: Arr, ak: Arr, svc: Arr, u: Arr, jit: Arr,
+             wh: Arr, wf: Arr, dep: Arr, tr: Arr, lg: Arr) -> int:
     """The event loop of ``models.simulate`` (see there for the model and the comments on each
     step); resumes from ``st`` and saves into it. Returns DONE, NEED or OVERFLOW."""
     P = prm[0]
     W, p_fail, fw0, fw1 = P.warmup, P.p_fail, P.fw0, P.fw1
     mean_s, dq, dburst = P.mean_s, P.dq, P.dburst
     m, svc_const, dep_on, forget, n_trace = P.m, P.svc_const, P.dep_on, P.forget, P.n_trace
+    ext_on, lock_f, sigma, kappa = P.ext_on, P.lock_f, P.sigma, P.kappa
+    n_calls, call_lat, aq, aburst, log_on = P.n_calls, P.call_lat, P.aq, P.aburst, P.log_on
     jittered = lim[0].jitter != J_NONE
     decorrelated = lim[0].jitter == J_DECORRELATED
     base = lim[0].base
@@ -355,6 +386,9 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
     nwh, nwf, ndep, ntr = S.nwh, S.nwf, S.ndep, S.ntr
     depth_corr, busy_area, work_sum = S.depth_corr, S.busy_area, S.work_sum
     dtok, dlast = S.dtok, S.dlast
+    busy, retire, lock_free, lock_wait, lock_n = S.busy, S.retire, S.lock_free, S.lock_wait, \
+        S.lock_n
+    api_wait, api_n, nlog = S.api_wait, S.api_n, S.nlog
     qmask = q.size - 1
     status = DONE
     while True:
@@ -363,7 +397,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
         if (ia >= at.size or isv >= svc.size or iu >= u.size or ij >= jit.size
                 or 2 * (n_used + 2) > tab.size or hn + 2 > heap.size or qn + 2 > q.size
                 or nwh >= wh.size or nwf >= wf.size or ndep >= dep.size
-                or (ntr + 2 > tr.size and ntr < n_trace)):
+                or (ntr + 2 > tr.size and ntr < n_trace) or (log_on and nlog + 3 > lg.size)):
             status = NEED
             break
         ta = at[ia]
@@ -387,6 +421,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
             r.add, r.seq = t, seq
             seq += 1
             ndirty += 1
+            nlog = _log(lg, nlog, log_on, t, LOG_ADD, 0.0)
             ntr = _trace(tr, ntr, n_trace, t, T_ARRIVAL, k, 0.0)
             if ndirty > depth_max:
                 depth_max = ndirty
@@ -407,6 +442,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
                 r = tab[s]
                 ts = r.start
                 r.flags &= ~PROC
+                busy -= 1
                 if t > W:
                     w = t - ts
                     busy_area += w if ts > W else t - W
@@ -438,13 +474,16 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
                         r.prev = own
                     ntr = _trace(tr, ntr, n_trace, t, T_FAILURE, k, d)
                     if d <= 0:
+                        nlog = _log(lg, nlog, log_on, t, LOG_FAIL_NOW, ts)
                         if not r.flags & DIRTY:
                             r.flags |= DIRTY
                             r.add, r.seq = t, seq
                             seq += 1
                             ndirty += 1
                             retry_adds += 1
+                            nlog = _log(lg, nlog, log_on, t, LOG_ADD, 0.0)
                     else:
+                        nlog = _log(lg, nlog, log_on, t, LOG_FAIL_DELAY, ts)
                         rt = t + d
                         if not r.flags & WAIT or rt < r.wait:
                             r.flags |= WAIT
@@ -455,12 +494,17 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
                         r.fails = 0  # Forget: the failure count (and jitter memory) go
                         r.flags &= ~PEN
                     ntr = _trace(tr, ntr, n_trace, t, T_SUCCESS, k, 0.0)
+                    nlog = _log(lg, nlog, log_on, t, LOG_OK, ts)
                 if r.flags & DIRTY:
                     q[(qh + qn) & qmask] = k
                     qn += 1
                 if r.flags == 0 and r.fails == 0:
                     _delete(tab, s)  # no state left for k
                     n_used -= 1
+                if retire > 0:  # the worker count went down: this worker leaves
+                    retire -= 1
+                    hn = _pop(heap, hn)
+                    continue
                 if qn == 0:
                     idle += 1
                     hn = _pop(heap, hn)
@@ -470,6 +514,39 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
                 qn -= 1
                 s = _slot(tab, k)
                 replace_top = True
+            elif kind == CALL:
+                # the pass of k asks the API client's token bucket for its next call (client-go
+                # flowcontrol: a reservation; the delay is the debt / QPS), then waits the call
+                s = _slot(tab, k)
+                r = tab[s]
+                d = _reserve(abucket, aq, aburst, t)
+                if t >= W:
+                    api_wait += d
+                    api_n += 1
+                nlog = _log(lg, nlog, log_on, t, LOG_CALL, d)
+                r.calls -= 1
+                _replace(heap, hn, t + d + call_lat, CALL if r.calls > 0 else COMPLETION, k)
+                continue
+            elif kind == WORKER_UP:
+                hn = _pop(heap, hn)
+                if retire > 0:
+                    retire -= 1  # a worker due to leave stays instead
+                    continue
+                if qn == 0:
+                    idle += 1
+                    continue
+                k = q[qh]
+                qh = (qh + 1) & qmask
+                qn -= 1
+                s = _slot(tab, k)
+                replace_top = False
+            elif kind == WORKER_DOWN:
+                hn = _pop(heap, hn)
+                if idle > 0:
+                    idle -= 1
+                else:
+                    retire += 1  # the next worker to finish its pass leaves
+                continue
             else:
                 hn = _pop(heap, hn)
                 replace_top = False
@@ -499,6 +576,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
                 r.add, r.seq = t, seq
                 seq += 1
                 ndirty += 1
+                nlog = _log(lg, nlog, log_on, t, LOG_ADD, 0.0)
                 if ndirty > depth_max:
                     depth_max = ndirty
                 if r.flags & PROC:
@@ -514,6 +592,8 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
         r.start = t
         a = r.add
         ndirty -= 1
+        busy += 1
+        nlog = _log(lg, nlog, log_on, t, LOG_GET, t - a)
         if t >= W:
             if k < m:
                 wf[nwf] = t - a
@@ -528,6 +608,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
         else:
             sv = svc[isv]
             isv += 1
+        dd = 0.0  # the wait for the dependency's token bucket
         if k < m:
             if dep_on:
                 if t > dlast:
@@ -537,18 +618,39 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
                     dlast = t
                 dtok -= 1.0
                 if dtok < 0:
-                    sv -= dtok / dq
-                    dep[ndep] = t - dtok / dq
+                    dd = -dtok / dq
+                    dep[ndep] = t + dd
                 else:
                     dep[ndep] = t
             else:
                 dep[ndep] = t
             ndep += 1
         ntr = _trace(tr, ntr, n_trace, t, T_START, k, t - a)
-        if replace_top:
-            _replace(heap, hn, t + sv, COMPLETION, k)
+        nk = COMPLETION
+        if ext_on:
+            # the pass: the serial section (F of the work, under the one lock, FIFO: a lock
+            # taken in time order is granted at max(now, when it is next free)), then the rest
+            # stretched by the coherency cost of the busy workers, then the API calls
+            hold = lock_f * sv
+            rest = (sv - hold) * (1.0 + sigma * (busy - 1) + kappa * busy * (busy - 1))
+            tend = t + dd
+            if hold > 0:
+                g = tend if tend > lock_free else lock_free
+                if t >= W:
+                    lock_wait += g - tend
+                    lock_n += 1
+                lock_free = g + hold
+                tend = lock_free
+            tend += rest
+            if n_calls > 0:
+                r.calls = n_calls
+                nk = CALL
         else:
-            hn = _push(heap, hn, t + sv, COMPLETION, k)
+            tend = t + (sv + dd)
+        if replace_top:
+            _replace(heap, hn, tend, nk, k)
+        else:
+            hn = _push(heap, hn, tend, nk, k)
 
     S.ia, S.isv, S.iu, S.ij = ia, isv, iu, ij
     S.idle, S.raw, S.coalesced, S.retry_adds = idle, raw, coalesced, retry_adds
@@ -559,6 +661,9 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
     S.nwh, S.nwf, S.ndep, S.ntr = nwh, nwf, ndep, ntr
     S.depth_corr, S.busy_area, S.work_sum = depth_corr, busy_area, work_sum
     S.dtok, S.dlast = dtok, dlast
+    S.busy, S.retire, S.lock_free, S.lock_wait, S.lock_n = busy, retire, lock_free, lock_wait, \
+        lock_n
+    S.api_wait, S.api_n, S.nlog = api_wait, api_n, nlog
     return status
 
 
@@ -566,7 +671,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, heap: Arr, tab: Arr, q: A
 def _busy_residual(heap: Arr, hn: int, tab: Arr, busy_area: float, T: float, W: float) -> float:
     """Add the reconciles still in flight at T, in heap order (the interpreted sum's order)."""
     for i in range(hn):
-        if heap[i].kind == COMPLETION:
+        if heap[i].kind == COMPLETION or heap[i].kind == CALL:
             ts = tab[_slot(tab, heap[i].key)].start
             busy_area += T - (ts if ts > W else W)
     return busy_area
@@ -660,6 +765,8 @@ class SimRun:
     """Busy-worker area, the reconciles still in flight at T included."""
     table: Arr
     """The per-key records at T (for :func:`dirty_residual`)."""
+    log: Arr
+    """The metric log (LOG records in event order), empty unless the run kept one."""
 
 
 def limiter_record(kind: str, base_s: float, cap_s: float, jitter: str,
@@ -685,6 +792,8 @@ def run_simulation(
     bucket: Arr,
     workers: int,
     burst_keys: int,
+    worker_changes: tuple[tuple[float, int], ...],
+    api_burst: float,
     blocks: Iterator[tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]],
     draw_svc: Callable[[], npt.NDArray[np.float64]] | None,
     draw_u: Callable[[], npt.NDArray[np.float64]] | None,
@@ -692,12 +801,18 @@ def run_simulation(
     size_hint: int,
     T: float,
 ) -> SimRun:
-    """Drive :func:`_sim_run`: set up the state, refill inputs and grow arrays until done."""
+    """Drive :func:`_sim_run`: set up the state, refill inputs and grow arrays until done.
+
+    ``worker_changes``: (time, +1 or −1) — one worker joins or leaves at that time (a leaving
+    worker that is in a pass leaves when the pass ends). ``api_burst``: the API client's
+    token bucket size (it starts full, as golang.org/x/time/rate does)."""
     st = np.zeros(1, dtype=SIM_STATE)
     st[0]["idle"] = workers
     st[0]["dtok"] = params[0]["dburst"]
     n_trace = int(params[0]["n_trace"])
-    heap = np.zeros(max(1024, burst_keys + 16), dtype=HEAP)
+    log_on = bool(params[0]["log_on"])
+    n_changes = len(worker_changes)
+    heap = np.zeros(max(1024, burst_keys + n_changes + 16), dtype=HEAP)
     heap[0] = (math.inf, SENTINEL, 0)
     hn = 1
     if burst_keys:
@@ -705,6 +820,10 @@ def run_simulation(
         heap["kind"][1: burst_keys + 1] = BURST
         heap["key"][1: burst_keys + 1] = np.arange(burst_keys)
         hn += burst_keys
+    for i, (when, delta) in enumerate(worker_changes):
+        heap[hn] = (when, WORKER_UP if delta > 0 else WORKER_DOWN, i)
+        hn += 1
+    if hn > 1:
         heapify(heap, hn)
     st[0]["hn"] = hn
     tab = new_table(1 << max(10, (4 * burst_keys).bit_length()))
@@ -714,6 +833,9 @@ def run_simulation(
     wf = np.zeros(first if params[0]["m"] > 0 else 16)
     dep = np.zeros(first if params[0]["m"] > 0 else 16)
     tr = np.zeros(min(n_trace, 1 << 12) + 2, dtype=TRACE)
+    lg = np.zeros(max(1024, min(3 * size_hint, 1 << 23)) if log_on else 1, dtype=LOG)
+    abucket = new_bucket(1)
+    abucket[0]["tokens"] = api_burst
     one = np.zeros(1)  # stands in for a stream the run never reads
     at, ak = one, np.zeros(1, dtype=np.int64)
     svc = draw_svc() if draw_svc is not None else one
@@ -721,8 +843,8 @@ def run_simulation(
     jit = draw_jitter() if draw_jitter is not None else one
     st[0]["ia"] = 1  # no arrival block yet
     while True:
-        status = _sim_run(st, params, lim, bucket, heap, tab, q, at, ak, svc, u, jit,
-                          wh, wf, dep, tr)
+        status = _sim_run(st, params, lim, bucket, abucket, heap, tab, q, at, ak, svc, u, jit,
+                          wh, wf, dep, tr, lg)
         if status == DONE:
             break
         if status == OVERFLOW:
@@ -756,12 +878,15 @@ def run_simulation(
             dep = _grow(dep, s["ndep"] + 1)
         if s["ntr"] + 2 > tr.size and s["ntr"] < n_trace:
             tr = _grow(tr, min(2 * tr.size, n_trace + 2))
+        if log_on and s["nlog"] + 3 > lg.size:
+            lg = _grow(lg, s["nlog"] + 3)
     s = st[0]
     busy = _busy_residual(heap, int(s["hn"]), tab, float(s["busy_area"]), T,
                           float(params[0]["warmup"]))
     state = {name: s[name].item() for name in SIM_STATE.names or ()}
     return SimRun(state=state, wh=wh[: s["nwh"]], wf=wf[: s["nwf"]], dep=dep[: s["ndep"]],
-                  trace=tr[: s["ntr"]], busy_area=float(busy), table=tab)
+                  trace=tr[: s["ntr"]], busy_area=float(busy), table=tab,
+                  log=lg[: s["nlog"]])
 
 
 # === the retry storm (models.retry.retry_storm) ===============================================

@@ -148,8 +148,10 @@ class RawSignals:
     samples_in_window: FloatArray | None = None
     """(Q, T) samples of a counter per rate window (``count_over_time``), for gap masks."""
     expected_samples: float | FloatArray | None = None
-    """Samples a full window holds: one number (window ÷ scrape interval) or one per time
-    (T,); None: the most any queue of this read has at that time."""
+    """Samples a full window holds: one number (window ÷ scrape interval), one per time (T,),
+    or one per queue and time ((Q, T) or (Q, 1): each queue's own scrape rate, as queues of
+    one fleet are scraped every 15 s, 30 s or 60 s); None: the most each queue has over the
+    read's times (its full window)."""
     processes: int = 0
     """Number of processes the per-process series and ``queue_process`` refer to."""
     queue_process: tuple[IntArray, IntArray] | None = None
@@ -182,14 +184,15 @@ def _coverage(raw: RawSignals) -> FloatArray | None:
     if n is None:
         return None
     if raw.expected_samples is not None:
-        expected = np.broadcast_to(np.asarray(raw.expected_samples, dtype=np.float64),
-                                   (n.shape[1],))
+        e = np.asarray(raw.expected_samples, dtype=np.float64)
+        expected = np.broadcast_to(e if e.ndim == 2 else e.reshape(1, -1), n.shape)
     else:
-        most = np.max(np.where(np.isfinite(n), n, -np.inf), axis=0, initial=-np.inf)
-        expected = np.where(np.isfinite(most), most, np.nan)
+        most = np.max(np.where(np.isfinite(n), n, -np.inf), axis=1, initial=-np.inf,
+                      keepdims=True)
+        expected = np.broadcast_to(np.where(np.isfinite(most), most, np.nan), n.shape)
     out = np.full(n.shape, np.nan)
-    np.divide(n, expected[None, :], out=out, where=expected[None, :] > 0)
-    out = np.where((expected[None, :] <= 0) & np.isfinite(n), 1.0, out)
+    np.divide(n, expected, out=out, where=expected > 0)
+    out = np.where((expected <= 0) & np.isfinite(n), 1.0, out)
     return np.asarray(np.minimum(out, 1.0), dtype=np.float64)
 
 

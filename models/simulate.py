@@ -15,6 +15,32 @@ lognormal(mean, CV) (σ² = ln(1 + CV²), μ = ln(mean) − σ²/2); the first `
 (optionally only inside a dependency outage window); an optional token bucket on the dependency
 (``dependency_qps``) that a reconcile waits on — holding its worker — before its request.
 
+The mechanisms of real controllers, each off by default:
+
+* **load over time** (``arrival_rate_per_s`` a :class:`models.load.RateProfile`: piecewise or
+  a sine; Poisson by thinning) and a **worker count over time**
+  (:class:`models.load.WorkerSchedule`: a worker that leaves finishes its pass first);
+* a **hot-key share** h: each raw event is on key 0 with probability h, else uniform over the
+  other K − 1 keys;
+* a **serial section**: a fraction F of each pass's work runs under one process-wide lock
+  (FIFO; taken at the start of the pass, so a lock requested at t is granted at
+  max(t, when it is next free)). At saturation the lock serves one pass per F·E[S]: the
+  throughput ceiling is 1 / (F·E[S]) whatever the worker count;
+* a **coherency cost**: the rest of the pass, (1 − F)·S, is stretched by
+  1 + σ(n − 1) + κ·n(n − 1), n = the workers in a pass when it starts (itself included) —
+  Gunther's Universal Scalability Law as a mechanism: with every worker busy, throughput is
+  n / (E[S]·(1 + σ(n − 1) + κn(n − 1))), retrograde past n* = √((1 − σ)/κ);
+* the **API client's token bucket**, shared by every worker of the process (client-go
+  ``flowcontrol.NewTokenBucketRateLimiter(qps, burst)``: golang.org/x/time/rate, starting full;
+  each call reserves a token and waits debt / QPS): after its work a pass makes
+  ``api_calls`` calls one after the other, each waiting for its token and then
+  ``api_latency_s``. The ceiling is QPS ÷ calls per pass.
+
+With ``scrape_interval_s`` the run also returns what a scrape of the controller's /metrics
+would have read every interval (:mod:`models.scrape`: ``workqueue_*``,
+``controller_runtime_*``, ``rest_client_*``), ready to be written as OpenMetrics and put into a
+real Prometheus.
+
 Measured quantities follow the client-go metric definitions (``workqueue-metrics.md`` §1.2):
 queue wait = first counted add → ``Get`` (includes time blocked behind the same key in flight,
 excludes the ``AddAfter`` delay); work = ``Get`` → ``Done``; depth = number of dirty keys not
@@ -47,7 +73,9 @@ import numpy as np
 import numpy.typing as npt
 
 from models.errors import ModelInputError
+from models.load import RateProfile, WorkerSchedule
 from models.ratelimit import RetryPolicy
+from models.scrape import ScrapedMetrics, scrape_metrics
 
 ServiceDist = Literal["exp", "const", "lognormal"]
 SERVICE_DISTS: tuple[str, ...] = ("exp", "const", "lognormal")
@@ -110,8 +138,18 @@ class SimResult:
     failing_wait_mean_s: float | None
     failing_wait_p99_s: float | None
     hot_key_throughput_per_s: float
-    """Completed reconciles of key 0 (the Zipf hot key) per second."""
+    """Completed reconciles of key 0 (the Zipf or hot-share key) per second."""
+    workers_mean: float
+    """Time-average worker count over the window (the count, when it does not change)."""
+    lock_wait_mean_s: float | None
+    """Mean wait for the serial section's lock per pass (None without a serial section)."""
+    api_calls: int
+    """API calls made in the window."""
+    api_limiter_wait_mean_s: float | None
+    """Mean wait per API call in the client's token bucket."""
     trace: tuple[SimEvent, ...] = field(default=(), repr=False)
+    metrics: ScrapedMetrics | None = field(default=None, repr=False)
+    """The scraped series, with ``scrape_interval_s``."""
 
 
 def _check(name: str, value: float, *, positive: bool = False, allow_zero: bool = True) -> float:
@@ -130,9 +168,18 @@ def _check_int(name: str, value: int, low: int) -> int:
 
 
 def _key_drawer(
-    n_keys: int, zipf_s: float, rng: np.random.Generator
+    n_keys: int, zipf_s: float, rng: np.random.Generator, hot_share: float = 0.0
 ) -> Callable[[int], np.ndarray]:
-    """Uniform keys 0…K−1, or Zipf(s): P(k) ∝ (k+1)^−s by inverse CDF (key 0 is hottest)."""
+    """Uniform keys 0…K−1, or Zipf(s): P(k) ∝ (k+1)^−s by inverse CDF (key 0 is hottest), or
+    key 0 with probability ``hot_share`` and else uniform over 1…K−1."""
+    if hot_share > 0:
+        def hot(n: int) -> np.ndarray:
+            on_hot = rng.random(n) < hot_share
+            others = 1 + rng.integers(0, max(n_keys - 1, 1), size=n) if n_keys > 1 else 0
+            out: np.ndarray = np.where(on_hot, 0, others)
+            return out
+
+        return hot
     if zipf_s <= 0:
         def uniform(n: int) -> np.ndarray:
             out: np.ndarray = rng.integers(0, n_keys, size=n)
@@ -159,22 +206,30 @@ def _arrival_blocks(
     draw_keys: Callable[[int], np.ndarray],
     progress: Callable[[float], None] | None,
     count: list[int],
+    profile: RateProfile | None = None,
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Blocks (times, keys) of Poisson arrivals up to ``until_s``, then one end marker
-    (``end_t``, key −1). Times are cumulative sums of exponential gaps, drawn per block.
-    ``count[0]`` is increased by the number of arrivals in each block as it is made."""
+    (``end_t``, key −1). Times are cumulative sums of exponential gaps, drawn per block;
+    with a ``profile`` the gaps are at its peak rate ``lam`` and each point is kept with
+    probability rate(t) / peak (thinning). ``count[0]`` is increased by the number of
+    arrivals in each block as it is made."""
     t0 = 0.0
     while lam > 0:
         times = t0 + np.cumsum(rng.exponential(1.0 / lam, _BLOCK))
         ks = draw_keys(_BLOCK).astype(np.int64, copy=False)
-        if times[-1] > until_s:
+        last = float(times[-1])
+        if profile is not None:
+            keep = rng.random(_BLOCK) * lam < profile.rate_at(times)
+            times, ks = times[keep], ks[keep]
+        if last > until_s:
             n = int(np.searchsorted(times, until_s, side="right"))
             count[0] += n
             yield times[:n], ks[:n]
             break
-        t0 = float(times[-1])
-        count[0] += _BLOCK
-        yield times, ks
+        t0 = last
+        count[0] += times.size
+        if times.size:
+            yield times, ks
         if progress is not None:
             progress(t0 / until_s)
     yield np.array([end_t]), np.array([-1], dtype=np.int64)
@@ -198,9 +253,9 @@ def _trace_events(rows: np.ndarray) -> tuple[SimEvent, ...]:
 
 def simulate(
     *,
-    arrival_rate_per_s: float,
+    arrival_rate_per_s: float | RateProfile,
     keys: int,
-    workers: int,
+    workers: int | WorkerSchedule,
     service_mean_s: float,
     duration_s: float,
     seed: int = 0,
@@ -219,6 +274,14 @@ def simulate(
     bin_s: float | None = None,
     trace_limit: int = 0,
     progress: Callable[[float], None] | None = None,
+    hot_key_share: float = 0.0,
+    lock_fraction: float = 0.0,
+    coherence: tuple[float, float] = (0.0, 0.0),
+    api_calls: int = 0,
+    api_qps: float | None = None,
+    api_burst: int | None = None,
+    api_latency_s: float = 0.0,
+    scrape_interval_s: float | None = None,
 ) -> SimResult:
     """Simulate ``duration_s`` seconds of a controller; see the module docstring for the model.
 
@@ -227,10 +290,24 @@ def simulate(
     (N keys failing together). ``fail_window_s`` = (start, end): failures only for attempts
     started inside it (a dependency outage). ``retry`` defaults to controller-runtime's
     exponential 5 ms → 1000 s. ``trace_limit`` > 0 keeps the first that many events in
-    ``trace``. ``progress(fraction)`` is called now and then with simulated-time progress."""
-    lam = _check("arrival rate", arrival_rate_per_s)
+    ``trace``. ``progress(fraction)`` is called now and then with simulated-time progress.
+
+    ``coherence`` = (σ, κ) of the coherency stretch; ``api_calls`` per pass through the
+    client's token bucket of ``api_qps`` (None: no limit) and ``api_burst`` (default 1 s of
+    tokens, at least 1); ``scrape_interval_s`` fills :attr:`SimResult.metrics`."""
+    profile: RateProfile | None = None
+    if isinstance(arrival_rate_per_s, int | float) or not hasattr(arrival_rate_per_s, "rate_at"):
+        lam = _check("arrival rate", arrival_rate_per_s)  # type: ignore[arg-type]
+    else:
+        profile = arrival_rate_per_s
+        lam = _check("peak arrival rate", profile.peak_per_s)
     K = _check_int("keys", keys, 1)
-    c = _check_int("workers", workers, 1)
+    schedule: WorkerSchedule | None = None
+    if isinstance(workers, WorkerSchedule):
+        schedule = workers
+        c = workers.workers[0]
+    else:
+        c = _check_int("workers", workers, 1)
     mean_s = _check("service mean", service_mean_s, positive=True)
     T = _check("duration", duration_s, positive=True)
     W = _check("warmup", warmup_s)
@@ -262,6 +339,8 @@ def simulate(
     nbins = math.ceil(T / binw)
     if nbins > 1_000_000:
         raise ModelInputError("too many rate bins (over 1,000,000); use a larger bin width.")
+    if schedule is not None and len(schedule.changes()) > 100_000:
+        raise ModelInputError("the workers schedule changes more than 100,000 workers.")
     if lam * T > 5e8:
         raise ModelInputError(
             f"about {lam * T:.3g} raw events requested; the simulator's limit is 5e8 per run."
@@ -271,6 +350,40 @@ def simulate(
     if zs > 0 and K > 10_000_000:
         raise ModelInputError("Zipf-skewed keys need keys ≤ 10,000,000 (a probability table).")
     n_trace = _check_int("trace limit", trace_limit, 0)
+    hot = _check("hot-key share", hot_key_share)
+    if hot >= 1:
+        raise ModelInputError(f"hot-key share must be below 1, got {hot_key_share!r}.")
+    if hot > 0 and zs > 0:
+        raise ModelInputError("use either a hot-key share or a Zipf exponent, not both.")
+    lock_f = _check("lock fraction", lock_fraction)
+    if lock_f > 1:
+        raise ModelInputError(f"lock fraction must be between 0 and 1, got {lock_fraction!r}.")
+    if len(coherence) != 2:
+        raise ModelInputError("coherence is a pair (σ, κ).")
+    sigma, kappa = (_check("coherence σ", coherence[0]), _check("coherence κ", coherence[1]))
+    if sigma > 10 or kappa > 10:
+        raise ModelInputError("coherence σ and κ must be at most 10 (a pass stretched by more "
+                              "is not a controller).")
+    n_calls = _check_int("API calls per pass", api_calls, 0)
+    if n_calls > 1000:
+        raise ModelInputError(f"API calls per pass must be at most 1000, got {api_calls!r}.")
+    if api_qps is not None and _check("API QPS", api_qps) <= 0:
+        raise ModelInputError(f"API QPS must be positive, got {api_qps!r}.")
+    if (api_qps is not None or api_burst is not None) and n_calls == 0:
+        raise ModelInputError("an API QPS or burst needs API calls per pass (api_calls ≥ 1).")
+    if api_burst is not None and api_qps is None:
+        raise ModelInputError("an API burst needs an API QPS.")
+    aq = float(api_qps) if api_qps is not None else _INF
+    aburst = (float(_check_int("API burst", api_burst, 1)) if api_burst is not None
+              else float(max(1, math.ceil(aq))) if api_qps is not None else _INF)
+    call_lat = _check("API call latency", api_latency_s)
+    if call_lat > 0 and n_calls == 0:
+        raise ModelInputError("an API call latency needs API calls per pass (api_calls ≥ 1).")
+    if scrape_interval_s is not None:
+        step = _check("scrape interval", scrape_interval_s, positive=True)
+        if T / step > 1_000_000:
+            raise ModelInputError("too many scrapes (over 1,000,000); use a longer interval.")
+    ext_on = lock_f > 0 or sigma > 0 or kappa > 0 or n_calls > 0
 
     # The event loop is compiled (models/_simcore.py, numba); it is imported here, not at the
     # top, so that importing this module stays cheap for the commands that never simulate.
@@ -281,7 +394,7 @@ def simulate(
 
     # --- random streams (drawn here in blocks; the loop only reads them) -------------------
     arr_rng, key_rng, svc_rng, u_rng = rng.spawn(4)
-    draw_keys = _key_drawer(K, zs, key_rng)
+    draw_keys = _key_drawer(K, zs, key_rng, hot)
     end_t = math.nextafter(T, _INF)
 
     draw_svc: Callable[[], npt.NDArray[np.float64]] | None
@@ -304,16 +417,20 @@ def simulate(
     params = np.zeros(1, dtype=core.SIM_PARAMS)
     params[0] = (W, p_fail, fw0, fw1, mean_s, dq, dburst,
                  min(m, _INT64_MAX),  # keys are drawn below 2^63, so k < m is unchanged
-                 svc_const, dep_on, forget_on_success, n_trace)
+                 svc_const, dep_on, forget_on_success, n_trace,
+                 ext_on, lock_f, sigma, kappa, n_calls, call_lat, aq, aburst,
+                 scrape_interval_s is not None)
     lim = core.limiter_record(policy.kind, policy.base_s, policy.cap_s, policy.jitter,
                               policy.global_qps, policy.burst)
     n_arrivals = [0]
-    blocks = _arrival_blocks(lam, T, end_t, arr_rng, draw_keys, progress, n_arrivals)
+    blocks = _arrival_blocks(lam, T, end_t, arr_rng, draw_keys, progress, n_arrivals, profile)
 
     # --- the event loop (models/_simcore.py: _sim_run) -------------------------------------
     run = core.run_simulation(
         params=params, lim=lim, bucket=core.new_bucket(policy.burst), workers=c,
-        burst_keys=m if initial_burst else 0, blocks=blocks, draw_svc=draw_svc, draw_u=draw_u,
+        burst_keys=m if initial_burst else 0,
+        worker_changes=schedule.changes() if schedule is not None else (),
+        api_burst=aburst, blocks=blocks, draw_svc=draw_svc, draw_u=draw_u,
         draw_jitter=draw_jitter, size_hint=int(min(lam * T, 1 << 22)), T=T,
     )
 
@@ -342,6 +459,14 @@ def simulate(
     dep_requests = sum(bins[:nbins])  # requests sent within [0, T]
 
     span = T - W
+    c_mean = schedule.mean(W, T) if schedule is not None else float(c)
+    metrics = None
+    if scrape_interval_s is not None:
+        metrics = scrape_metrics(
+            run.log, duration_s=T, scrape_interval_s=float(scrape_interval_s),
+            workers_at=schedule.at if schedule is not None else (
+                lambda t: np.full(t.shape, float(c))),
+            call_latency_s=call_lat, api_calls=n_calls > 0)
     split = failing_keys is not None  # healthy vs failing only when a failing subset is given
     waits = np.concatenate((wh, wf))
     rates = np.asarray(bins[:nbins], dtype=np.float64) * inv_bin
@@ -376,7 +501,7 @@ def simulate(
         wait_p99_s=p99,
         work_mean_s=(float(st["work_sum"]) / completed) if completed else None,
         busy_workers_mean=busy_area / span,
-        utilization=busy_area / span / c,
+        utilization=busy_area / span / c_mean,
         depth_mean=depth_area / span,
         depth_max=int(st["depth_max"]),
         retries=retries,
@@ -390,5 +515,11 @@ def simulate(
         failing_wait_mean_s=mean(wf) if split else None,
         failing_wait_p99_s=q(wf, 99) if split else None,
         hot_key_throughput_per_s=int(st["hot_done"]) / span,
+        workers_mean=c_mean,
+        lock_wait_mean_s=(float(st["lock_wait"]) / int(st["lock_n"])) if st["lock_n"] else None,
+        api_calls=int(st["api_n"]),
+        api_limiter_wait_mean_s=(float(st["api_wait"]) / int(st["api_n"])) if st["api_n"]
+        else None,
         trace=_trace_events(run.trace),
+        metrics=metrics,
     )

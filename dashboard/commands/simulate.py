@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import re
+import stat
 import sys
 from functools import partial
 from typing import Any
 
+from collectors import timeparse
 from dashboard.cliutil import (
     CliError,
     ProgressBar,
@@ -16,42 +21,120 @@ from dashboard.cliutil import (
     jsonable,
     non_negative_float,
     parse_duration,
+    parse_time,
     positive_float,
     positive_int,
+    write_text_atomically,
 )
 
 COLUMNS = ("metric", "value")
 
-_ROWS = (
-    ("raw_events", "raw events"),
-    ("coalesced_events", "coalesced raw events"),
-    ("adds", "counted adds (adds_total)"),
-    ("coalescing_ratio", "raw events per counted add"),
-    ("completed", "completed reconciles"),
-    ("failed", "failed reconciles"),
-    ("throughput_per_s", "throughput /s"),
-    ("wait_mean_s", "queue wait mean s"),
-    ("wait_p95_s", "queue wait p95 s"),
-    ("wait_p99_s", "queue wait p99 s"),
-    ("work_mean_s", "work time mean s"),
-    ("busy_workers_mean", "busy workers (mean)"),
-    ("utilization", "utilization"),
-    ("depth_mean", "depth mean"),
-    ("depth_max", "depth max"),
-    ("retries", "retries (AddRateLimited)"),
-    ("dependency_rate_mean_per_s", "dependency requests /s mean"),
-    ("dependency_rate_peak_per_s", "dependency requests /s peak (per bin)"),
-    ("healthy_wait_mean_s", "healthy keys wait mean s"),
-    ("healthy_wait_p99_s", "healthy keys wait p99 s"),
-    ("failing_wait_mean_s", "failing keys wait mean s"),
-    ("failing_wait_p99_s", "failing keys wait p99 s"),
-    ("hot_key_throughput_per_s", "key 0 (hot key) throughput /s"),
-    ("events", "simulated events"),
+# (result field, label, when the row is shown: None = always, else the mechanism's name)
+_ROWS: tuple[tuple[str, str, str | None], ...] = (
+    ("raw_events", "raw events", None),
+    ("coalesced_events", "coalesced raw events", None),
+    ("adds", "counted adds (adds_total)", None),
+    ("coalescing_ratio", "raw events per counted add", None),
+    ("completed", "completed reconciles", None),
+    ("failed", "failed reconciles", None),
+    ("throughput_per_s", "throughput /s", None),
+    ("wait_mean_s", "queue wait mean s", None),
+    ("wait_p95_s", "queue wait p95 s", None),
+    ("wait_p99_s", "queue wait p99 s", None),
+    ("work_mean_s", "work time mean s", None),
+    ("lock_wait_mean_s", "lock wait mean s (per pass)", "lock"),
+    ("workers_mean", "workers (time mean)", "workers_schedule"),
+    ("busy_workers_mean", "busy workers (mean)", None),
+    ("utilization", "utilization", None),
+    ("depth_mean", "depth mean", None),
+    ("depth_max", "depth max", None),
+    ("retries", "retries (AddRateLimited)", None),
+    ("dependency_rate_mean_per_s", "dependency requests /s mean", None),
+    ("dependency_rate_peak_per_s", "dependency requests /s peak (per bin)", None),
+    ("api_calls", "API calls", "api"),
+    ("api_limiter_wait_mean_s", "API client limiter wait mean s (per call)", "api_qps"),
+    ("healthy_wait_mean_s", "healthy keys wait mean s", None),
+    ("healthy_wait_p99_s", "healthy keys wait p99 s", None),
+    ("failing_wait_mean_s", "failing keys wait mean s", None),
+    ("failing_wait_p99_s", "failing keys wait p99 s", None),
+    ("hot_key_throughput_per_s", "key 0 (hot key) throughput /s", None),
+    ("events", "simulated events", None),
 )
+
+DEFAULT_SCRAPE_INTERVAL_S = 15.0
+MIN_SCRAPE_INTERVAL_S = 0.01
+"""Prometheus keeps milliseconds (promtool truncates): closer scrapes would collide."""
+MAX_SCRAPES = 100_000
+"""Scrapes per emitted file (about 60–90 samples each: ~1 GB of text at the limit)."""
+DEFAULT_QUEUE_NAME = "simulated"
+DEFAULT_POD = "simulated-0"
+DEFAULT_START_UNIX = 1704067200.0
+"""2024-01-01T00:00:00Z, on a 2-hour boundary (promtool cuts one block per 2 h)."""
+
+_MAX_START_UNIX = 253402300799.0  # 9999-12-31T23:59:59Z
+_ZERO_DURATION = re.compile(r"0+(?:\.0*)?(?:ms|s|m|h|d|w)?")
 
 
 def _duration(text: str) -> float:
     return parse_duration(text)
+
+
+def _non_negative_duration(text: str) -> float:
+    """A duration as :func:`parse_duration`, or zero ('0', '0s', '0ms')."""
+    if _ZERO_DURATION.fullmatch(text.strip()):
+        return 0.0
+    return parse_duration(text)
+
+
+def _schedule_time(text: str) -> float:
+    """A schedule step's time for :mod:`models.load`: a duration or zero; ValueError else."""
+    if _ZERO_DURATION.fullmatch(text.strip()):
+        return 0.0
+    return timeparse.parse_duration(text)
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+def _hot_share(text: str) -> float:
+    value = fraction(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be at least 0 and below 1, got {text!r}")
+    return value
+
+
+def _coherence(text: str) -> tuple[float, float]:
+    """'SIGMA' or 'SIGMA:KAPPA' -> (σ, κ), each a number in [0, 10]."""
+    parts = text.split(":")
+    if len(parts) > 2:
+        raise argparse.ArgumentTypeError(f"use SIGMA or SIGMA:KAPPA, got {text!r}")
+    try:
+        values = [non_negative_float(p) for p in parts]
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (use SIGMA or SIGMA:KAPPA)") from None
+    if any(v > 10 for v in values):
+        raise argparse.ArgumentTypeError(f"σ and κ must be at most 10, got {text!r}")
+    return values[0], values[1] if len(values) == 2 else 0.0
+
+
+def _label(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def _start(text: str) -> float:
+    value = parse_time(text)
+    if not 0 <= value <= _MAX_START_UNIX:
+        raise argparse.ArgumentTypeError(f"must be within 1970-01-01…9999-12-31, got {text!r}")
+    return value
 
 
 def add_retry_arguments(parser: argparse.ArgumentParser, default: str) -> None:
@@ -83,54 +166,202 @@ def register(subparsers: Any) -> None:
         description=(
             "Discrete-event simulation of raw events over K keys feeding a client-go work queue "
             "(coalescing via dirty/processing, one worker per key at a time), c workers, "
-            "failures with rate-limited retries and an optional dependency QPS limit."
+            "failures with rate-limited retries and an optional dependency QPS limit; "
+            "optionally load and workers over time, a hot key, a serial section under a "
+            "process-wide lock, a coherency cost (USL), the API client's token bucket, and "
+            "the scraped /metrics as OpenMetrics for promtool. Durations take units "
+            "(250ms, 90s, 5m, 1h); a bare number is seconds."
         ),
     )
-    parser.add_argument("--arrival-rate", type=non_negative_float, required=True, metavar="L",
-                        help="raw events per second over all keys")
-    parser.add_argument("--keys", type=positive_int, required=True, metavar="K",
-                        help="number of distinct keys")
-    parser.add_argument("--zipf", type=non_negative_float, default=0.0, metavar="S",
-                        help="Zipf exponent for key popularity (0 = uniform; key 0 is hottest)")
-    parser.add_argument("--workers", type=positive_int, required=True, metavar="C")
-    parser.add_argument("--service-mean", type=positive_float, required=True, metavar="S",
-                        help="mean reconcile time, seconds")
-    parser.add_argument("--service-dist", choices=("exp", "const", "lognormal"), default="exp")
-    parser.add_argument("--service-cv", type=non_negative_float, default=1.0, metavar="X",
-                        help="coefficient of variation for lognormal service (default 1)")
-    parser.add_argument("--fail-prob", type=fraction, default=0.0, metavar="P",
-                        help="probability that a reconcile of a failing key fails")
-    parser.add_argument("--failing-keys", type=positive_int, default=None, metavar="M",
-                        help="only keys 0..M-1 use the dependency and can fail (default all)")
-    parser.add_argument("--outage", type=_duration, default=None, metavar="T",
-                        help="failures only during the first T of the run (dependency outage)")
+    load = parser.add_argument_group("load and workers")
+    load.add_argument("--arrival-rate", type=non_negative_float, default=None, metavar="L",
+                      help="raw events per second over all keys (or give --rate-schedule)")
+    load.add_argument("--rate-schedule", default=None, metavar="SPEC",
+                      help="arrival rate over time instead of --arrival-rate: T0:R0,T1:R1,... "
+                           "(R_i events/s from time T_i; T0 = 0), e.g. 0:10,10m:40,20m:10, or "
+                           "sine:MEAN:AMPLITUDE:PERIOD (MEAN events/s, AMPLITUDE 0-1), e.g. "
+                           "sine:20:0.5:10m")
+    load.add_argument("--keys", type=positive_int, required=True, metavar="K",
+                      help="number of distinct keys")
+    load.add_argument("--zipf", type=non_negative_float, default=0.0, metavar="S",
+                      help="Zipf exponent for key popularity (0 = uniform; key 0 is hottest)")
+    load.add_argument("--hot-key-share", type=_hot_share, default=0.0, metavar="H",
+                      help="share of raw events on key 0, 0 <= H < 1 (the rest uniform over "
+                           "the other keys; not with --zipf)")
+    load.add_argument("--workers", type=positive_int, default=None, metavar="C",
+                      help="worker count (or give --workers-schedule)")
+    load.add_argument("--workers-schedule", default=None, metavar="SPEC",
+                      help="worker count over time instead of --workers: T0:C0,T1:C1,... "
+                           "(C_i workers from time T_i; T0 = 0, C0 the initial count), e.g. "
+                           "0:4,5m:8; a worker that leaves finishes its pass first")
+    svc = parser.add_argument_group("reconciles")
+    svc.add_argument("--service-mean", type=positive_float, required=True, metavar="S",
+                     help="mean reconcile time, seconds")
+    svc.add_argument("--service-dist", choices=("exp", "const", "lognormal"), default="exp")
+    svc.add_argument("--service-cv", type=non_negative_float, default=1.0, metavar="X",
+                     help="coefficient of variation for lognormal service (default 1)")
+    svc.add_argument("--lock-fraction", type=fraction, default=0.0, metavar="F",
+                     help="fraction 0-1 of each pass's work done under one process-wide lock "
+                          "(throughput ceiling 1/(F x service mean))")
+    svc.add_argument("--coherence", type=_coherence, default=(0.0, 0.0),
+                     metavar="SIGMA[:KAPPA]",
+                     help="coherency cost (USL): the unlocked work is stretched by "
+                          "1 + σ(n-1) + κn(n-1), n = passes in flight; e.g. 0.05 or 0.05:0.002 "
+                          "(dimensionless, default 0:0)")
+    svc.add_argument("--fail-prob", type=fraction, default=0.0, metavar="P",
+                     help="probability that a reconcile of a failing key fails")
+    svc.add_argument("--failing-keys", type=positive_int, default=None, metavar="M",
+                     help="only keys 0..M-1 use the dependency and can fail (default all)")
+    svc.add_argument("--outage", type=_duration, default=None, metavar="T",
+                     help="failures only during the first T of the run (a dependency outage; "
+                          "units, bare number = seconds)")
     add_retry_arguments(parser, "controller-runtime")
     parser.add_argument("--dependency-qps", type=positive_float, default=None, metavar="Q",
                         help="the dependency admits Q requests/s; a reconcile waits for a token")
-    parser.add_argument("--duration", type=_duration, required=True, metavar="T",
-                        help="simulated time, e.g. 600 or 10m")
-    parser.add_argument("--warmup", type=non_negative_float, default=0.0, metavar="W",
-                        help="seconds excluded from waits/throughput (default 0)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N")
-    parser.add_argument("--trace", type=int, default=0, metavar="N",
-                        help="keep the first N events as a per-event log (JSON: 'trace')")
-    add_format_argument(parser, ("table", "json"))
+    api = parser.add_argument_group("API client (client-go token bucket, shared by the workers)")
+    api.add_argument("--api-calls", type=_non_negative_int, default=0, metavar="N",
+                     help="API calls each pass makes after its work, one after the other "
+                          "(default 0: none)")
+    api.add_argument("--api-qps", type=positive_float, default=None, metavar="Q",
+                     help="the client's limit in calls/s (default: no limit); needs --api-calls")
+    api.add_argument("--api-burst", type=positive_int, default=None, metavar="B",
+                     help="the bucket size in calls (default 1 s of tokens); needs --api-qps")
+    api.add_argument("--api-latency", type=_non_negative_duration, default=0.0,
+                     metavar="DURATION",
+                     help="latency of each API call, e.g. 20ms (bare number = seconds; "
+                          "default 0); needs --api-calls")
+    run = parser.add_argument_group("run")
+    run.add_argument("--duration", type=_duration, required=True, metavar="T",
+                     help="simulated time, e.g. 600 or 10m (bare number = seconds)")
+    run.add_argument("--warmup", type=non_negative_float, default=0.0, metavar="W",
+                     help="seconds excluded from waits/throughput (default 0)")
+    run.add_argument("--seed", type=int, default=0, metavar="N")
+    run.add_argument("--trace", type=int, default=0, metavar="N",
+                     help="keep the first N events as a per-event log (JSON: 'trace')")
+    add_format_argument(parser, ("table", "json", "csv"))
+    om = parser.add_argument_group(
+        "scraped metrics (OpenMetrics for `promtool tsdb create-blocks-from openmetrics`)")
+    om.add_argument("--emit-openmetrics", default=None, metavar="FILE",
+                    help="write what a scrape of the controller's /metrics would have read "
+                         "(workqueue_*, controller_runtime_*, rest_client_*) to FILE")
+    om.add_argument("--scrape-interval", type=_duration, default=None, metavar="DURATION",
+                    help=f"time between scrapes (default {DEFAULT_SCRAPE_INTERVAL_S:g}s; bare "
+                         "number = seconds); needs --emit-openmetrics")
+    om.add_argument("--queue-name", type=_label, default=None, metavar="NAME",
+                    help=f"the series' name/controller label (default {DEFAULT_QUEUE_NAME})")
+    om.add_argument("--pod", type=_label, default=None, metavar="NAME",
+                    help=f"the series' pod label (default {DEFAULT_POD})")
+    om.add_argument("--start", type=_start, default=None, metavar="UNIX",
+                    help="time of the first scrape: unix seconds or RFC 3339 (default "
+                         f"{DEFAULT_START_UNIX:.0f} = 2024-01-01T00:00:00Z, on a 2-hour "
+                         "boundary)")
     parser.set_defaults(func=handle)
 
 
-def handle(args: argparse.Namespace) -> int:
-    from models.simulate import simulate
+def _check_output(path: str) -> None:
+    """Refuse, before simulating, a target that is not a new or regular file."""
+    if path == "-":
+        raise CliError("--emit-openmetrics needs a file name (stdout carries the result).")
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror}") from None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise CliError(f"--emit-openmetrics {path}: is a symbolic link; refusing to replace it.")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise CliError(f"--emit-openmetrics {path}: is not a regular file.")
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise CliError(f"cannot write {path}: the directory {directory} does not exist")
 
+
+def _check_flags(args: argparse.Namespace) -> None:
     if args.trace < 0:
         raise CliError("--trace must be 0 or more events.")
+    if args.arrival_rate is not None and args.rate_schedule is not None:
+        raise CliError("use either --arrival-rate or --rate-schedule, not both.")
+    if args.arrival_rate is None and args.rate_schedule is None:
+        raise CliError("give the load: --arrival-rate L or --rate-schedule SPEC.")
+    if args.workers is not None and args.workers_schedule is not None:
+        raise CliError("use either --workers or --workers-schedule, not both.")
+    if args.workers is None and args.workers_schedule is None:
+        raise CliError("give the workers: --workers C or --workers-schedule SPEC.")
+    if args.hot_key_share > 0 and args.zipf > 0:
+        raise CliError("use either --hot-key-share or --zipf, not both.")
+    for flag, given in (("--api-qps", args.api_qps is not None),
+                        ("--api-burst", args.api_burst is not None),
+                        ("--api-latency", args.api_latency > 0)):
+        if given and args.api_calls == 0:
+            raise CliError(f"{flag} needs --api-calls N (API calls per pass).")
+    if args.api_burst is not None and args.api_qps is None:
+        raise CliError("--api-burst needs --api-qps.")
+    if args.emit_openmetrics is None:
+        for flag, value in (("--scrape-interval", args.scrape_interval),
+                            ("--queue-name", args.queue_name), ("--pod", args.pod),
+                            ("--start", args.start)):
+            if value is not None:
+                raise CliError(f"{flag} needs --emit-openmetrics FILE.")
+        return
+    step = args.scrape_interval or DEFAULT_SCRAPE_INTERVAL_S
+    if step < MIN_SCRAPE_INTERVAL_S:
+        raise CliError(f"--scrape-interval must be at least {MIN_SCRAPE_INTERVAL_S * 1000:g}ms "
+                       "(Prometheus keeps milliseconds).")
+    if args.duration / step > MAX_SCRAPES:
+        raise CliError(f"--duration {args.duration:g}s at --scrape-interval {step:g}s is over "
+                       f"{MAX_SCRAPES:,} scrapes; use a longer --scrape-interval.")
+    _check_output(args.emit_openmetrics)
+
+
+def _emit_openmetrics(args: argparse.Namespace, metrics: Any) -> dict[str, Any]:
+    from collectors.openmetrics import render_families, simulated_families
+
+    queue = args.queue_name or DEFAULT_QUEUE_NAME
+    pod = args.pod or DEFAULT_POD
+    start = DEFAULT_START_UNIX if args.start is None else args.start
+    families = simulated_families([(queue, pod, metrics)], start)
+    write_text_atomically(args.emit_openmetrics, render_families(families))
+    scrapes = len(metrics.t_s)
+    series = sum(len(f.series) for f in families)
+    last = float(metrics.t_s[-1])
+    sys.stderr.write(f"queuelens: wrote {scrapes} scrapes of {series} series to "
+                     f"{args.emit_openmetrics}\n")
+    if not math.isclose(last, args.duration, rel_tol=1e-9, abs_tol=1e-9):
+        sys.stderr.write(f"queuelens: note: the last scrape is at {last:g}s, before the end of "
+                         f"the run ({args.duration:g}s): it does not see the events after it\n")
+    return {"file": args.emit_openmetrics, "queue_name": queue, "pod": pod,
+            "start_unix": start, "scrape_interval_s": metrics.scrape_interval_s,
+            "scrapes": scrapes, "series": series, "last_scrape_s": last}
+
+
+def handle(args: argparse.Namespace) -> int:
+    from models.errors import ModelInputError
+    from models.load import parse_rate_schedule, parse_workers_schedule
+    from models.simulate import simulate
+
+    _check_flags(args)
     policy = retry_policy_from(args)
+    rate: Any = args.arrival_rate
+    workers: Any = args.workers
+    try:
+        if args.rate_schedule is not None:
+            flag = "--rate-schedule"
+            rate = parse_rate_schedule(args.rate_schedule, _schedule_time)
+        if args.workers_schedule is not None:
+            flag = "--workers-schedule"
+            workers = parse_workers_schedule(args.workers_schedule, _schedule_time)
+    except ModelInputError as exc:
+        raise CliError(f"{flag}: {exc}") from None
+    emit_om = args.emit_openmetrics is not None
+    scrape_s = (args.scrape_interval or DEFAULT_SCRAPE_INTERVAL_S) if emit_om else None
     bar = ProgressBar(sys.stderr, tty=True)
     progress = partial(bar.fraction, "simulating") if sys.stderr.isatty() else None
     try:
         result = simulate(
-            arrival_rate_per_s=args.arrival_rate,
+            arrival_rate_per_s=rate,
             keys=args.keys,
-            workers=args.workers,
+            workers=workers,
             service_mean_s=args.service_mean,
             duration_s=args.duration,
             seed=args.seed,
@@ -145,25 +376,71 @@ def handle(args: argparse.Namespace) -> int:
             warmup_s=args.warmup,
             trace_limit=args.trace,
             progress=progress,
+            hot_key_share=args.hot_key_share,
+            lock_fraction=args.lock_fraction,
+            coherence=args.coherence,
+            api_calls=args.api_calls,
+            api_qps=args.api_qps,
+            api_burst=args.api_burst,
+            api_latency_s=args.api_latency,
+            scrape_interval_s=scrape_s,
         )
     finally:
         bar.close()
     payload = jsonable(result)
+    payload.pop("metrics", None)
     if not args.trace:
         payload.pop("trace", None)
+    if emit_om:
+        assert result.metrics is not None  # scrape_interval_s was given
+        payload["openmetrics"] = _emit_openmetrics(args, result.metrics)
+    rate_mean = (args.arrival_rate if args.rate_schedule is None
+                 else rate.mean_per_s(args.duration))
     payload["inputs"] = {
-        "arrival_rate_per_s": args.arrival_rate, "keys": args.keys, "zipf_s": args.zipf,
-        "workers": args.workers, "service_mean_s": args.service_mean,
+        "arrival_rate_per_s": args.arrival_rate, "rate_schedule": args.rate_schedule,
+        "arrival_rate_mean_per_s": rate_mean,
+        "keys": args.keys, "zipf_s": args.zipf, "hot_key_share": args.hot_key_share,
+        "workers": args.workers, "workers_schedule": args.workers_schedule,
+        "service_mean_s": args.service_mean,
         "service_dist": args.service_dist, "service_cv": args.service_cv,
+        "lock_fraction": args.lock_fraction,
+        "coherence_sigma": args.coherence[0], "coherence_kappa": args.coherence[1],
         "fail_prob": args.fail_prob, "failing_keys": args.failing_keys,
         "outage_s": args.outage, "retry": policy.describe(),
-        "dependency_qps": args.dependency_qps, "duration_s": args.duration,
+        "dependency_qps": args.dependency_qps,
+        "api_calls": args.api_calls, "api_qps": args.api_qps, "api_burst": args.api_burst,
+        "api_latency_s": args.api_latency,
+        "scrape_interval_s": scrape_s, "duration_s": args.duration,
         "warmup_s": args.warmup, "seed": args.seed,
     }
-    rows = [{"metric": label, "value": payload.get(name)} for name, label in _ROWS]
-    header = (f"simulate: λ={args.arrival_rate:g}/s over {args.keys} keys"
-              f"{f' (Zipf {args.zipf:g})' if args.zipf else ''}, c={args.workers}, "
-              f"service {args.service_dist} mean {args.service_mean:g}s, "
-              f"{args.duration:g}s simulated, seed {args.seed}; retry: {policy.describe()}")
-    emit(args.format, payload, rows, COLUMNS, header=header)
+    on = {
+        "lock": args.lock_fraction > 0,
+        "workers_schedule": args.workers_schedule is not None,
+        "api": args.api_calls > 0,
+        "api_qps": args.api_calls > 0 and args.api_qps is not None,
+    }
+    rows = [{"metric": label, "value": payload.get(name)} for name, label, when in _ROWS
+            if when is None or on[when]]
+    emit(args.format, payload, rows, COLUMNS, header=_header(args, policy, rate_mean))
     return 0
+
+
+def _header(args: argparse.Namespace, policy: Any, rate_mean: float) -> str:
+    load = (f"λ={args.arrival_rate:g}/s" if args.rate_schedule is None
+            else f"λ {args.rate_schedule} (mean {rate_mean:.4g}/s)")
+    keys = (f" (Zipf {args.zipf:g})" if args.zipf
+            else f" (hot key {args.hot_key_share:g})" if args.hot_key_share else "")
+    workers = f"c={args.workers}" if args.workers_schedule is None else (
+        f"c {args.workers_schedule}")
+    extras = []
+    if args.lock_fraction:
+        extras.append(f"lock fraction {args.lock_fraction:g}")
+    if args.coherence != (0.0, 0.0):
+        extras.append(f"coherence σ={args.coherence[0]:g} κ={args.coherence[1]:g}")
+    if args.api_calls:
+        qps = f" at {args.api_qps:g}/s" if args.api_qps is not None else ""
+        extras.append(f"{args.api_calls} API calls/pass{qps}")
+    more = f"; {', '.join(extras)}" if extras else ""
+    return (f"simulate: {load} over {args.keys} keys{keys}, {workers}, "
+            f"service {args.service_dist} mean {args.service_mean:g}s{more}, "
+            f"{args.duration:g}s simulated, seed {args.seed}; retry: {policy.describe()}")
