@@ -14,9 +14,11 @@ series, one value per timestamp, families contiguous, a ``+Inf`` bucket, no blan
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TextIO
 
 import numpy as np
 import numpy.typing as npt
@@ -292,29 +294,35 @@ def render_openmetrics(
     if not (math.isfinite(step_s) and step_s > 0):
         raise ValueError(f"the step must be positive, got {step_s!r}")
     times = start + np.arange(math.ceil((end - start) / step_s)) * step_s
-    times = times[times < end]
+    times = np.asarray(times[times < end], dtype=np.float64)
     return render_families(fleet_families(fleet, times), times, extra_labels)
 
 
 def render_families(families: Sequence[Family], times: FloatArray | None = None,
                     extra_labels: Mapping[str, str] | None = None) -> str:
     """OpenMetrics text of ``families``: each series at its own times, else at ``times``."""
+    out = io.StringIO()
+    write_families(out, families, times, extra_labels)
+    return out.getvalue()
+
+
+def write_families(out: TextIO, families: Sequence[Family], times: FloatArray | None = None,
+                   extra_labels: Mapping[str, str] | None = None) -> None:
+    """:func:`render_families` written to ``out`` one series at a time (a backfill of a
+    hundred controllers is hundreds of megabytes of text, never held at once)."""
     shared = [_number(float(x)) for x in times] if times is not None else None
     extra = dict(extra_labels or {})
-    lines: list[str] = []
     for family in families:
         if not family.series:
             continue
-        lines.append(f"# HELP {family.name} {family.help}")
-        lines.append(f"# TYPE {family.name} {family.type}")
+        out.write(f"# HELP {family.name} {family.help}\n# TYPE {family.name} {family.type}\n")
         for s in family.series:
             stamps = [_number(float(x)) for x in s.times] if s.times is not None else shared
             if stamps is None:
                 raise ValueError(f"series {s.sample} has no times")
             head = s.sample + _labels({**s.labels, **extra})
-            lines.extend(
-                f"{head} {_number(v)} {ts}"
+            out.write("".join(
+                f"{head} {_number(v)} {ts}\n"
                 for v, ts in zip(s.values.tolist(), stamps, strict=True)
-            )
-    lines.append("# EOF")
-    return "\n".join(lines) + "\n"
+            ))
+    out.write("# EOF\n")

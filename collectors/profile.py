@@ -90,10 +90,28 @@ def format_duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
-GAP_LOOKBACK_WINDOWS = 12
-"""A queue's expected samples per window are learnt from this many windows before the
-evaluation time (1 h for 5 m windows): long enough that a gap in the window itself changes
-the learnt rate by under a tenth, short enough to follow a changed scrape interval."""
+SCRAPE_LOOKBACK_S = 3600.0
+"""Without a configured scrape interval, each queue's is learnt from its samples over the
+hour before the evaluation time (a range read: before its end, the same figure for every
+batch): long enough that one gap moves the estimate little, short enough to follow a
+changed interval."""
+SCRAPE_INTERVALS_S: tuple[float, ...] = (
+    1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300)
+"""The intervals people configure. A learnt interval is snapped down to the largest of
+these within 10 % above it: a 15 s target with a 90 s gap in the hour gives 16.4 s, which is
+15 s with a gap (so the gap is still seen as one), not a 16.4 s interval."""
+
+
+def learnt_scrape_interval_s(samples: float | None, lookback_s: float) -> float | None:
+    """The scrape interval of a series with ``samples`` samples over ``lookback_s``, snapped
+    to :data:`SCRAPE_INTERVALS_S`; None with fewer than 2 samples (new or sparse). At most
+    the largest listed interval: a handful of samples in the hour is a sparse series, not a
+    20-minute interval, and must not widen every window of a read."""
+    if samples is None or not math.isfinite(samples) or samples < 2:
+        return None
+    estimate = lookback_s / samples
+    fits = [s for s in SCRAPE_INTERVALS_S if s <= 1.1 * estimate]
+    return float(fits[-1]) if fits else float(SCRAPE_INTERVALS_S[0])
 
 
 def rate_window_s(step_s: float, scrape_interval_s: float) -> float:
@@ -413,17 +431,19 @@ class Profile:
                 SignalQuery("errors_per_s",
                             f"sum by ({c}) (rate({m.reconcile_errors}{csel}[{w}]))",
                             "controller", m.reconcile_errors),
+                SignalQuery("depth_while_idle", self._depth_while_idle(w, qsel, csel),
+                            "queue", m.active_workers),
                 SignalQuery("reconcile_results_per_s",
                             f"sum by ({c}, result) (rate({m.reconcile_total}{csel}[{w}]))",
                             "controller_result", m.reconcile_total),
             ]
         return out
 
-    def lookback_samples_query(self, window_s: float) -> str:
-        """Each queue's samples over :data:`GAP_LOOKBACK_WINDOWS` rate windows: its own scrape
-        rate, so that a snapshot can tell a gap in the window from a queue scraped every
-        30 s or 60 s when the scrape interval is not configured."""
-        w = format_duration(GAP_LOOKBACK_WINDOWS * window_s)
+    def lookback_samples_query(self, lookback_s: float) -> str:
+        """Each queue's samples over ``lookback_s``: its own scrape rate, so that a read can
+        tell a gap in a window from a queue scraped every 30 s or 60 s, and size its rate
+        windows, when the scrape interval is not configured."""
+        w = format_duration(lookback_s)
         q = self.queue_label
         return f"max by ({q}) (count_over_time({self.metrics.adds}{self._sel()}[{w}]))"
 
@@ -433,6 +453,18 @@ class Profile:
         sel = self._sel(self._queue_filter(self.queue_label, queues))
         by = ", ".join((self.queue_label, *self.process_labels))
         return f"count by ({by}) (last_over_time({self.metrics.adds}{sel}[{w}]))"
+
+    def _depth_while_idle(self, w: str, qsel: str, csel: str) -> str:
+        """Mean depth at the scrapes where the controller had an idle worker: the depth gauge
+        and ``active_workers < max_concurrent_reconciles`` paired at each instant (a subquery
+        at the scrape interval, 15 s unless set), not two window averages."""
+        m, q, c = self.metrics, self.queue_label, self.controller_label
+        res = format_duration(self.scrape_interval_s or 15.0)
+        idle = (f"max by ({c}) ({m.active_workers}{csel}) < bool "
+                f"max by ({c}) ({m.max_concurrent_reconciles}{csel})")
+        return (f"avg_over_time((sum by ({q}) ({m.depth}{qsel}) * on ({q}) "
+                f'max by ({q}) (label_replace({idle}, "{q}", "$1", "{c}", "(.+)")))'
+                f"[{w}:{res}])")
 
     def _busy_workers(self, w: str, sel: str) -> str:
         """Time-average busy workers per queue (Little's law on the work-duration histogram)."""

@@ -35,10 +35,11 @@ import numpy as np
 from collectors.errors import CollectorError
 from collectors.histogram import parse_le
 from collectors.profile import (
-    GAP_LOOKBACK_WINDOWS,
+    SCRAPE_LOOKBACK_S,
     Profile,
     SignalQuery,
     code_class,
+    learnt_scrape_interval_s,
     rate_window_s,
 )
 from collectors.prom_client import (
@@ -130,7 +131,8 @@ class PrometheusSource:
         jobs = {sq.signal: instant(sq.promql) for sq in queries}
         jobs["topology"] = instant(profile.topology_query(window_s))
         if not profile.scrape_interval_s:
-            jobs["lookback_samples"] = instant(profile.lookback_samples_query(window_s))
+            jobs["lookback_samples"] = instant(profile.lookback_samples_query(
+                _lookback_s(window_s)))
         for i, eff in enumerate(profile.external_effects):
             jobs[f"external:{i}"] = instant(eff.render(window_s))
         results = _run_all(jobs, self.client.settings.parallelism)
@@ -231,7 +233,7 @@ class PrometheusSource:
                                if "samples_in_window" in per_queue else None),
             expected_samples=(window_s / profile.scrape_interval_s
                               if profile.scrape_interval_s
-                              else _lookback_expected(results, ql, order)),
+                              else _lookback_expected(results, ql, order, window_s)),
             processes=procs.count, queue_process=procs.pairs(order),
             process_series=procs.series)
         derived = derive(raw)
@@ -287,9 +289,21 @@ class PrometheusSource:
         except ValueError as exc:
             raise CollectorError(f"invalid range: {exc}") from None
         profile = self.profile
-        window = self.range_window_s(step)
         client = self.client
         parallelism = self.client.settings.parallelism
+        # Without a configured scrape interval, each queue's is learnt from its samples in the
+        # hour before the end: the windows are sized for the slowest-scraped queue (so every
+        # window holds ≥ 4 of its samples) and each queue's gaps are judged by its own rate.
+        intervals: dict[str, float] = {}
+        if profile.scrape_interval_s:
+            window = self.range_window_s(step)
+        else:
+            lookback = client.query(profile.lookback_samples_query(SCRAPE_LOOKBACK_S), b)
+            for smp in lookback.samples:
+                learnt = learnt_scrape_interval_s(smp.value, SCRAPE_LOOKBACK_S)
+                if learnt is not None:
+                    intervals[smp.labels.get(profile.queue_label, "")] = learnt
+            window = rate_window_s(step, max(intervals.values(), default=15.0))
 
         def ranged(promql: str) -> Callable[[], Any]:
             return lambda: client.query_range(promql, a, b, step)
@@ -335,7 +349,8 @@ class PrometheusSource:
 
         def batch_queries(batch: list[str] | None) -> list[SignalQuery]:
             return [sq for sq in profile.queries(window, batch)
-                    if not sq.key.startswith("process") and wanted_query(sq)]
+                    if not sq.key.startswith("process") and wanted_query(sq)
+                    and sq.signal not in SNAPSHOT_ONLY]
 
         # Pipelined: batch k+1's queries are in flight while batch k is decoded, so the
         # connections never idle at a batch boundary; at most two batches' answers are held.
@@ -362,7 +377,7 @@ class PrometheusSource:
                 for sq in queries:
                     warnings += [w for w in results[sq.signal].warnings if w not in warnings]
                 raw = _range_raw(profile, results, queries, batch, t, float(step), window,
-                                 procs, warnings)
+                                 procs, warnings, intervals)
                 del results
                 derived = derive(raw)
                 gaps = derived.gap.sum(axis=1).tolist()
@@ -753,8 +768,13 @@ class _SnapshotReasons:
         )
 
 
+SNAPSHOT_ONLY = frozenset({"depth_while_idle"})
+"""Signals read by snapshots only: a subquery per range step costs more than the rules that
+read them (the hot-key rule reads the snapshot) are worth."""
+
 _DIRECT_FIELDS = (
     "arrival_rate_per_s", "throughput_per_s", "busy_workers", "depth_mean", "depth_current",
+    "depth_while_idle",
     "retries_per_s", "errors_per_s", "unfinished_work_s", "unfinished_work_growth",
     "longest_running_s",
 )
@@ -762,7 +782,7 @@ _DIRECT_FIELDS = (
 
 _FIELDS = (
     "arrival_rate_per_s", "throughput_per_s", "service_mean_s", "busy_workers", "workers",
-    "utilization", "depth_mean", "depth_current", "queue_wait_mean_s",
+    "utilization", "depth_mean", "depth_current", "depth_while_idle", "queue_wait_mean_s",
     *(f"{h}_{p}_s" for h in HISTOGRAMS for p, _ in QUANTILES),
     "retries_per_s", "errors_per_s", "api_calls_per_s", "throttle_s_per_s",
     "external_effects_per_s", "unfinished_work_s", "unfinished_work_growth",
@@ -782,10 +802,12 @@ def _bucket_reason(pairs: Sequence[tuple[float, float]]) -> str:
 
 def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[SignalQuery],
                queues: Sequence[str] | None, t: np.ndarray, step: float, window_s: float,
-               procs: _Processes, warnings: list[str]) -> RawSignals:
+               procs: _Processes, warnings: list[str],
+               intervals: Mapping[str, float]) -> RawSignals:
     """Range answers decoded straight into (queues × times) matrices on the read's grid: each
     answer is scattered in one operation (its points are flat arrays, see
-    :class:`collectors.prom_client.RangeResult`)."""
+    :class:`collectors.prom_client.RangeResult`). ``intervals``: the learnt scrape interval
+    of each queue (a full window holds window ÷ interval of its samples)."""
     ql, cl = profile.queue_label, profile.controller_label
     wanted = set(queues) if queues else None
     label_of = {"queue": ql, "controller": cl, "controller_result": cl, "queue_le": ql}
@@ -841,23 +863,30 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
         queues=order, t=t, direct=direct, histograms=hists,
         configured_workers=np.array([_nan(profile.configured_workers(q)) for q in order]),
         samples_in_window=counts,
-        # without a configured interval: each queue's most samples over the read's times
         expected_samples=(window_s / profile.scrape_interval_s if profile.scrape_interval_s
-                          else None),
+                          else np.array([window_s / intervals[q] if q in intervals
+                                         else math.nan for q in order]).reshape(-1, 1)),
         processes=procs.count, queue_process=pairs,
         process_series=procs.series_for(np.unique(pairs[1])))
 
 
+def _lookback_s(window_s: float) -> float:
+    """The snapshot's lookback for learning scrape intervals: an hour, or 4 windows."""
+    return max(SCRAPE_LOOKBACK_S, 4 * window_s)
+
+
 def _lookback_expected(results: Mapping[str, Any], queue_label: str,
-                       order: Sequence[str]) -> np.ndarray | None:
-    """(Q, 1) samples a full window holds for each queue, from its samples over the lookback
-    (:meth:`Profile.lookback_samples_query`); NaN for a queue not in the answer."""
+                       order: Sequence[str], window_s: float) -> np.ndarray | None:
+    """(Q, 1) samples a full window holds for each queue: window ÷ its learnt scrape interval
+    (:func:`collectors.profile.learnt_scrape_interval_s`); NaN where none was learnt."""
     res = results.get("lookback_samples")
     if res is None:
         return None
-    by_queue = {s.labels.get(queue_label, ""): s.value for s in res.samples}
-    counts = np.array([_nan(by_queue.get(q)) for q in order], dtype=np.float64)
-    return (counts / GAP_LOOKBACK_WINDOWS).reshape(-1, 1)
+    lookback = _lookback_s(window_s)
+    by_queue = {s.labels.get(queue_label, ""): learnt_scrape_interval_s(s.value, lookback)
+                for s in res.samples}
+    return np.array([window_s / iv if (iv := by_queue.get(q)) else math.nan
+                     for q in order], dtype=np.float64).reshape(-1, 1)
 
 
 def _note_dropped(signal: str, res: RangeResult, warnings: list[str]) -> None:

@@ -105,6 +105,8 @@ class QueueSignals(Protocol):
     @property
     def depth_current(self) -> float | None: ...
     @property
+    def depth_while_idle(self) -> float | None: ...
+    @property
     def queue_wait_mean_s(self) -> float | None: ...
     @property
     def queue_wait_p95_s(self) -> float | None: ...
@@ -342,16 +344,31 @@ class AdvisorThresholds:
     usl_r2_min: float = _th(
         0.8, "R² of the USL fit on (busy workers, throughput)",
         "a fit that explains less than 80 % of the variance is not evidence of contention")
-    inflation_ratio: float = _th(
-        1.5, "work duration at the highest vs lowest busy-worker count in the range",
-        "a pass that takes 50 % longer when more workers are busy is waiting on something "
-        "shared (API limiter, lock, database), so throughput per worker falls")
-    inflation_corr_min: float = _th(
-        0.6, "correlation of work duration with busy workers over the range",
-        "the duration must rise *with concurrency*, not merely vary over time")
+    rise_elasticity_min: float = _th(
+        0.5, "elasticity of work duration to throughput, d ln(duration) / d ln(throughput), "
+        "over the range's points paired at the same instants",
+        "independent passes take as long at any load (elasticity 0); a shared resource that "
+        "fills up with load (a lock, the API client's token bucket, a database) makes each "
+        "pass longer as more complete — a lock near saturation gives about 1, a token bucket "
+        "at its ceiling far more. Paired with throughput, not busy workers: busy = throughput "
+        "× duration (Little), so duration always correlates with busy workers")
+    rise_t_min: float = _th(
+        3.0, "t statistic of that elasticity (log-log least squares)",
+        "the rise must stand out of the noise: range points overlap by up to a scrape "
+        "interval and the load drifts, so the nominal 2 flags noise (seen up to 2.3 on "
+        "simulated queues with nothing shared)")
     inflation_span_min: float = _th(
-        1.5, "max / min busy workers over the range",
-        "with less spread in concurrency a slope cannot be told from noise")
+        1.5, "max / min busy workers over the range, for the USL fit",
+        "with less spread in concurrency the curve of throughput against busy workers "
+        "cannot be told from noise")
+    usl_extrapolation_max: float = _th(
+        2.0, "worker count / most busy workers seen, for the USL efficiency",
+        "the fitted curve is read at most 2× beyond the busiest point of the range; further "
+        "out it says nothing (at 6 % utilization the fit would judge 16 workers from 1)")
+    usl_failure_share_max: float = _th(
+        0.1, "errors / reconciles and retries / adds, for the USL fit",
+        "failed passes and their delayed re-adds make throughput against busy workers a "
+        "measure of the retry policy, not of scaling: the fit is refused above 10 %")
     share_429_min: float = _th(
         0.01, "429 responses / all API calls of the process",
         "the apiserver (APF) answers 429 only when it is rejecting the process's requests; a "
@@ -373,9 +390,10 @@ class AdvisorThresholds:
         "when 10 % of busy time is spent waiting for the process's token bucket, the limiter "
         "(shared by all controllers of the process) caps throughput; more workers wait longer")
     error_share_storm: float = _th(
-        0.5, "errors / reconciles (reconcile_errors_total or result=\"error\")",
-        "when most passes fail, the queue is busy retrying a failure, and more workers only "
-        "retry faster against the failing dependency")
+        0.25, "errors / reconciles (reconcile_errors_total or result=\"error\")",
+        "when a quarter of the passes fail, a quarter of the worker time is redone work and "
+        "every failure comes back with a growing per-key delay: the load is partly made by "
+        "the queue itself, and more workers only retry faster against the failing cause")
     retry_share_storm: float = _th(
         0.5, "retries / adds",
         "retries making up most adds means the queue's load is self-generated (confirms a storm)")
@@ -394,8 +412,13 @@ class AdvisorThresholds:
         0.2, "errors / retries, for requeue misuse",
         "retries are 'without errors' when fewer than 20 % of them follow a failure")
     hot_depth_min: float = _th(
-        0.5, "mean depth while workers are idle",
+        0.5, "mean depth while workers are idle (time averages, without the paired signal)",
         "half a key waiting on average, with a worker free, is a key that cannot start")
+    hot_depth_idle_min: float = _th(
+        0.2, "mean depth at the scrapes where a worker was idle (depth_while_idle)",
+        "client-go hands a queued key to an idle worker at once, so any depth with a worker "
+        "free is a key dirty behind its own pass; a fifth of a key on average is a key that "
+        "is re-dirtied in most of its passes, i.e. saturated")
     hot_idle_min: float = _th(
         1.0, "idle workers c − B",
         "at least one worker must be idle on average for 'waiting with idle workers'")
@@ -621,14 +644,43 @@ class _Ctx:
     """The USL fit of the contention rule, when computed in advance (:func:`_prepare`)."""
 
 
-def _usl_points(ctx: _Ctx) -> tuple[FloatArray, FloatArray] | None:
-    """(busy workers, throughput) points the contention rule fits, or None without enough."""
-    p = _pairs(ctx.h, "busy_workers", "throughput_per_s")
-    if p is None or p[0].size < ctx.th.min_history_points:
+def _usl_refusal(ctx: _Ctx) -> str | None:
+    """Why the USL fit must not be made for this queue (None: it may)."""
+    th, s = ctx.th, ctx.s
+    errors, recs = _error_rate(s), _num(s.throughput_per_s)
+    if errors is not None and recs and errors / recs >= th.usl_failure_share_max:
+        return (f"{100 * errors / recs:.0f} % of passes fail: throughput against busy workers "
+                "measures the retry policy, not scaling")
+    retries, adds = _num(s.retries_per_s), _num(s.arrival_rate_per_s)
+    if retries is not None and adds and retries / adds >= th.usl_failure_share_max:
+        return (f"{100 * retries / adds:.0f} % of adds are delayed re-adds: throughput against "
+                "busy workers measures the requeue policy, not scaling")
+    return None
+
+
+def _usl_points(ctx: _Ctx) -> tuple[FloatArray, FloatArray] | str | None:
+    """(busy workers, throughput) points the contention rule fits; a reason it is refused;
+    or None without a history. Only points with at least one busy worker on average (below
+    it the time average mixes idle time with one pass: USL's N is a number of concurrent
+    workers), at least ``min_history_points`` of them, spread over ``inflation_span_min``."""
+    if ctx.h is None:
         return None
+    refused = _usl_refusal(ctx)
+    if refused is not None:
+        return refused
+    p = _pairs(ctx.h, "busy_workers", "throughput_per_s")
+    if p is None:
+        return "no range points with busy workers and throughput"
     n, x = p[1], p[2]
-    ok = (n > 0) & (x > 0)
-    return n[ok], x[ok]
+    ok = (n >= 1.0) & (x > 0)
+    n, x = n[ok], x[ok]
+    if n.size < ctx.th.min_history_points:
+        return (f"only {n.size} range points with at least one busy worker "
+                f"(needs {ctx.th.min_history_points:g})")
+    if n.max() / n.min() < ctx.th.inflation_span_min:
+        return (f"busy workers only spanned {n.min():.2g}…{n.max():.2g} over the range: the "
+                "load did not vary enough to trace a scaling curve")
+    return n, x
 
 
 def advise(
@@ -743,7 +795,7 @@ def _prepare(ctxs: Iterable[_Ctx]) -> None:
     sweeps: list[tuple[_Ctx, float, WhatIfInputs]] = []
     hot: list[tuple[_Ctx, float, float, int]] = []
     ctxs = list(ctxs)
-    fitted = [(ctx, pts) for ctx in ctxs if (pts := _usl_points(ctx)) is not None]
+    fitted = [(ctx, pts) for ctx in ctxs if isinstance(pts := _usl_points(ctx), tuple)]
     for (ctx, _), fit in zip(fitted, fit_usl_many([pts for _, pts in fitted]), strict=True):
         ctx.usl = fit
     for ctx in ctxs:
@@ -796,7 +848,7 @@ def _run(ctx: _Ctx, process: ProcessTotals | None, client_qps: float | None) -> 
     storm = _retry_storm(ctx)
     contention = _contention(ctx, process or ProcessTotals(
         _num(signals.throughput_per_s), _num(signals.busy_workers), lam), client_qps)
-    hot = _hot_key(ctx)
+    hot = _hot_key(ctx, contention)
     long_v = _long_passes(ctx)
     requeue = _requeue_misuse(ctx)
     for v in (stuck, storm, contention, hot, long_v, requeue):
@@ -1051,13 +1103,17 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
 
     # (a) USL fit on (busy workers, throughput) over the range.
     pts = _usl_points(ctx)
-    if pts is not None:
+    if isinstance(pts, str):
+        evidence["usl_fit"] = f"not fitted: {pts}"
+    elif pts is not None:
         n = pts[0]
         fit = ctx.usl if ctx.usl is not None else fit_usl_many([pts])[0]
         if isinstance(fit, ModelInputError):
             evidence["usl_fit"] = f"not fitted: {fit}"
         else:
-            c_eval = float(ctx.c) if ctx.c is not None else float(np.max(n))
+            n_top = float(np.max(n))
+            c_eval = min(float(ctx.c) if ctx.c is not None else n_top,
+                         th.usl_extrapolation_max * n_top)
             eff = 1.0 / float(usl_slowdown(c_eval, fit.sigma, fit.kappa))
             evidence.update(usl_sigma=fit.sigma, usl_kappa=fit.kappa, usl_gamma_per_s=fit.gamma,
                             usl_peak_workers=fit.peak_workers, usl_r2=fit.r2,
@@ -1072,25 +1128,25 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
                     ceiling, basis = fit.peak_throughput, "USL peak throughput X(N*)"
                     scope = "queue"
                     useful = fit.peak_workers_int
-    elif ctx.h is not None:
-        evidence["usl_fit"] = "not fitted: too few range points with busy workers and throughput"
-
-    # (b) Work duration inflating with concurrency.
-    p = _pairs(ctx.h, "busy_workers", "service_mean_s")
-    if p is not None and p[0].size >= th.min_history_points:
-        n, svc = p[1], p[2]
-        if n.min() > 0 and n.max() / n.min() >= th.inflation_span_min:
-            r = _corr(n, svc)
-            slope, icpt = np.polyfit(n, svc, 1)
-            lo, hi = float(icpt + slope * n.min()), float(icpt + slope * n.max())
-            ratio = hi / lo if lo > 0 else None
-            evidence.update(duration_inflation=ratio, duration_busy_corr=r)
-            if r is not None and r >= th.inflation_corr_min and ratio is not None \
-                    and ratio >= th.inflation_ratio:
-                reasons.append(
-                    f"work duration rises {ratio:.2g}× as busy workers go from {n.min():.2g} to "
-                    f"{n.max():.2g}")
-                strength = max(strength, ratio / th.inflation_ratio)
+    # (b) Work duration rising with throughput, at the same instants of the range.
+    rise = _duration_rise(ctx)
+    if isinstance(rise, str):
+        ctx.notes["contention/duration"] = rise
+    elif rise is not None:
+        elasticity, t_stat, x_lo, x_hi, s_lo, s_hi = rise
+        evidence.update(duration_elasticity=elasticity, duration_elasticity_t=t_stat,
+                        duration_at_quiet_s=s_lo, duration_at_busy_s=s_hi,
+                        throughput_quiet_per_s=x_lo, throughput_busy_per_s=x_hi)
+        if elasticity >= th.rise_elasticity_min and t_stat >= th.rise_t_min:
+            reasons.append(
+                f"each pass takes longer as more complete: {_fmt_s(s_hi)} at {x_hi:.3g}/s vs "
+                f"{_fmt_s(s_lo)} at {x_lo:.3g}/s at the same instants (elasticity "
+                f"{elasticity:.2g}, t={t_stat:.1f}) — something shared fills up with load")
+            strength = max(strength, elasticity / th.rise_elasticity_min)
+        elif x_hi / x_lo < 1.2:
+            ctx.notes["contention/duration"] = (
+                f"the throughput only varied {x_lo:.3g}…{x_hi:.3g}/s over the range: a shared "
+                "resource (lock, API limit) could not be told from independent passes")
 
     # (c) API throttling and conflicts (process-wide).
     queue_specific = bool(reasons)
@@ -1177,13 +1233,49 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
     )
 
 
+def _duration_rise(ctx: _Ctx) -> tuple[float, float, float, float, float, float] | str | None:
+    """Work duration against throughput at the same range points: (the elasticity — slope of
+    ln duration on ln throughput by least squares — its t statistic, and the mean throughput
+    and duration of the quietest and the busiest fifth of the points); a reason it cannot be
+    told; or None without a history."""
+    p = _pairs(ctx.h, "throughput_per_s", "service_mean_s")
+    if ctx.h is None:
+        return None
+    if p is None:
+        return "no range points with throughput and work duration"
+    ok = p[1] > 0
+    x, svc = p[1][ok], p[2][ok]
+    if x.size < max(ctx.th.min_history_points, 10):
+        return (f"only {x.size} range points with throughput and work duration: too few to "
+                "tell a shared resource from independent passes")
+    ok = svc > 0
+    x, svc = x[ok], svc[ok]
+    order = np.argsort(x, kind="stable")
+    k = max(2, x.size // 5)
+    lo, hi = order[:k], order[-k:]
+    lx, ls = np.log(x), np.log(svc)
+    r = _corr(lx, ls)
+    if r is None or x.size < 3:
+        return "throughput or work duration did not vary over the range"
+    elasticity = r * float(ls.std() / lx.std())
+    t_stat = r * math.sqrt((x.size - 2) / max(1.0 - r * r, 1e-12))
+    return (elasticity, t_stat, float(x[lo].mean()), float(x[hi].mean()),
+            float(svc[lo].mean()), float(svc[hi].mean()))
+
+
 # --- hot key -----------------------------------------------------------------------------
 
 
-def _hot_key(ctx: _Ctx) -> Verdict | None:
+def _hot_key(ctx: _Ctx, contention: Verdict | None) -> Verdict | None:
+    """Items wait while workers are idle: a key processed serially. With the depth at the
+    scrapes where a worker was idle (``depth_while_idle``, paired per scrape) the rule needs
+    no averages; without it, mean depth and wait against M/M/c at the mean utilization —
+    which a lock or a load peak can also produce (items waiting at the busy instants, workers
+    idle at the quiet ones), so that form is not given when contention was found."""
     s, th = ctx.s, ctx.th
     lam, svc, c = ctx.lam, ctx.svc, ctx.c
-    depth = _num(s.depth_mean)
+    dwi = _num(s.depth_while_idle)
+    depth = dwi if dwi is not None else _num(s.depth_mean)
     wait = _num(s.queue_wait_mean_s)
     if lam is None or svc is None or c is None or (depth is None and wait is None):
         ctx.notes["hot_key"] = "needs arrival rate, service time, workers and depth or wait"
@@ -1193,16 +1285,26 @@ def _hot_key(ctx: _Ctx) -> Verdict | None:
         busy = lam * svc
     rho = busy / c
     idle = c - busy
-    if rho > th.hot_util_max or idle < th.hot_idle_min or lam <= 0:
-        return None
+    if dwi is not None:
+        if dwi < th.hot_depth_idle_min or lam <= 0:
+            return None
+    else:
+        if contention is not None:
+            ctx.notes["hot_key"] = ("not told from the contention found: without "
+                                    "depth_while_idle the averages cannot separate them")
+            return None
+        if rho > th.hot_util_max or idle < th.hot_idle_min or lam <= 0:
+            return None
     if lam * svc >= c:
         return None
     wq_pred, lq_pred = ctx.mmc if ctx.mmc is not None else _mmc(lam, svc, c)
     tiny = 1e-9
     depth_x = depth / max(lq_pred, tiny) if depth is not None else None
     wait_x = wait / max(wq_pred, tiny) if wait is not None else None
-    by_depth = depth is not None and depth >= th.hot_depth_min and (depth_x or 0) >= th.hot_excess
-    by_wait = wait is not None and wait >= th.hot_wait_min_s and (wait_x or 0) >= th.hot_excess
+    depth_min = th.hot_depth_idle_min if dwi is not None else th.hot_depth_min
+    by_depth = depth is not None and depth >= depth_min and (depth_x or 0) >= th.hot_excess
+    by_wait = (dwi is None and wait is not None and wait >= th.hot_wait_min_s
+               and (wait_x or 0) >= th.hot_excess)
     if not (by_depth or by_wait):
         return None
     # "Sustained": share of range points with depth above the threshold and idle workers.
@@ -1218,7 +1320,12 @@ def _hot_key(ctx: _Ctx) -> Verdict | None:
     if calls:
         conflicts = (_num((s.api_calls_by_class_per_s or {}).get("409")) or 0.0) / calls
     summary = (
-        f"Items wait with {idle:.1f} of {c} workers idle (utilization {100 * rho:.0f} %): "
+        (f"Keys wait while workers are idle: depth {depth:.2g} on average at the scrapes "
+         f"with a worker free (M/M/c at {100 * rho:.0f} % gives {lq_pred:.2g}); client-go "
+         "hands a queued key to a free worker at once, so these keys wait behind their own "
+         "pass. One key is being processed serially; more workers cannot help." if dwi is not None
+         else "")
+        or f"Items wait with {idle:.1f} of {c} workers idle (utilization {100 * rho:.0f} %): "
         + (f"mean depth {depth:.2g} vs {lq_pred:.2g} predicted" if depth is not None else "")
         + (", " if depth is not None and wait is not None else "")
         + (f"mean wait {_fmt_s(wait)} vs {_fmt_s(wq_pred)} predicted" if wait is not None else "")
@@ -1226,7 +1333,8 @@ def _hot_key(ctx: _Ctx) -> Verdict | None:
     )
     return _verdict(
         "hot_key", "warning", summary,
-        {"depth_mean": depth, "depth_predicted": lq_pred, "queue_wait_mean_s": wait,
+        {"depth_mean": _num(s.depth_mean), "depth_while_idle": dwi,
+         "depth_predicted": lq_pred, "queue_wait_mean_s": wait,
          "queue_wait_predicted_s": wq_pred, "utilization": rho, "idle_workers": idle,
          "workers": c, "sustained_fraction_of_range": sustained, "share_409": conflicts},
         {"action": "split_hot_key",

@@ -16,6 +16,7 @@ Spec strings (the CLI's ``--rate-schedule`` and ``--workers-schedule``), times w
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,7 +63,7 @@ def _steps(times: tuple[float, ...], what: str) -> None:
         raise ModelInputError(f"a {what} schedule must start at time 0.")
     if len(times) > MAX_STEPS:
         raise ModelInputError(f"a {what} schedule may have at most {MAX_STEPS} steps.")
-    if any(b <= a for a, b in zip(times, times[1:], strict=False)):
+    if any(b <= a for a, b in itertools.pairwise(times)):
         raise ModelInputError(f"the times of a {what} schedule must increase.")
 
 

@@ -7,8 +7,9 @@ sampled at ``0, Δ, 2Δ, …`` — the same definitions as the real code:
 * ``workqueue_adds_total``: counted adds (client-go ``queue.go`` ``Add`` calls
   ``metrics.add`` only for a key that is not already dirty); ``workqueue_depth`` = adds − Gets
   (the dirty keys not yet handed out, processing-and-dirty ones included, as client-go counts);
-  ``workqueue_retries_total``: ``AddRateLimited`` with a delay > 0 (``delaying_queue.go``
-  ``AddAfter`` counts a retry only for a positive delay, else it is a plain ``Add``);
+  ``workqueue_retries_total``: every ``AddRateLimited`` (``delaying_queue.go`` ``AddAfter``
+  calls ``metrics.retry()`` before it looks at the delay, so a delay ≤ 0 — a plain ``Add`` —
+  counts too);
 * ``workqueue_queue_duration_seconds``: first counted add → Get, observed at the Get;
   ``workqueue_work_duration_seconds`` and ``controller_runtime_reconcile_time_seconds``: Get →
   Done, observed at the Done; ``workqueue_unfinished_work_seconds`` = Σ (now − start) over the
@@ -97,27 +98,32 @@ def _histogram(t_obs: FloatArray, values: FloatArray, t_s: FloatArray,
     j, b, v = j[keep], b[keep], values[keep]
     grid = np.bincount(j * (B + 1) + b, minlength=S * (B + 1)).reshape(S, B + 1)
     cum = np.cumsum(np.cumsum(grid, axis=0), axis=1).astype(np.float64)
-    sums = np.cumsum(np.bincount(j, weights=v, minlength=S))
+    sums = np.cumsum(np.bincount(j, weights=v, minlength=S)).astype(np.float64)
     return ScrapedHistogram(bounds, cum[:, :B], cum[:, B], sums)
 
 
-def _longest_running(start: FloatArray, done: FloatArray, t_s: FloatArray,
-                     step: float) -> FloatArray:
-    """s − the earliest start among the passes in flight at s (start ≤ s < done), else 0."""
-    lo = np.ceil(start / step).astype(np.int64)
-    last = np.ceil(np.minimum(done, (t_s.size + 1) * step) / step).astype(np.int64) - 1
-    hi = np.minimum(last, t_s.size - 1)
-    lo = np.maximum(lo, 0)
+def _in_flight_ages(start: FloatArray, done: FloatArray,
+                    t_s: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Per scrape s: Σ (s − start) and max (s − start) over the passes in flight at s
+    (start ≤ s < done), 0 when none is. The scrapes a pass spans are found by comparing with
+    the scrape times themselves, as the counters do (dividing by the interval does not give
+    the same answer when a time is k·Δ rounded), and the ages are summed one by one: the
+    difference of two running sums of start times loses the small ages to rounding (it read
+    ~1e-8 s with nothing in flight, and less than the longest pass)."""
+    lo = np.searchsorted(t_s, start, side="left")  # the first scrape at or after the start
+    hi = np.searchsorted(t_s, done, side="left") - 1  # the last scrape before the Done
     span = hi - lo + 1
     ok = span > 0
     lo, span, first = lo[ok], span[ok], start[ok]
-    earliest = np.full(t_s.size, np.inf)
+    total = np.zeros(t_s.size)
+    oldest = np.zeros(t_s.size)
     if span.size:
         idx = np.repeat(lo, span) + (np.arange(int(span.sum())) - np.repeat(
             np.cumsum(span) - span, span))
-        np.minimum.at(earliest, idx, np.repeat(first, span))
-    out: FloatArray = np.where(np.isfinite(earliest), t_s - earliest, 0.0)
-    return out
+        age = t_s[idx] - np.repeat(first, span)  # ≥ 0: start ≤ s
+        total = np.bincount(idx, weights=age, minlength=t_s.size).astype(np.float64)
+        np.maximum.at(oldest, idx, age)
+    return total, oldest
 
 
 def scrape_metrics(
@@ -146,12 +152,7 @@ def scrape_metrics(
     n_adds = _counts_at(adds, t_s)
     n_gets = _counts_at(get_t, t_s)
     n_done = _counts_at(done_t, t_s)
-    # Σ start over the passes in flight = Σ over Gets so far − Σ over the Dones' starts so far
-    sum_get = np.concatenate(([0.0], np.cumsum(get_t)))[n_gets.astype(np.int64)]
-    order = np.argsort(done_t, kind="stable")
-    sum_done = np.concatenate(([0.0], np.cumsum(starts_done[order])))[n_done.astype(np.int64)]
     in_flight = n_gets - n_done
-    unfinished = np.maximum(in_flight * t_s - (sum_get - sum_done), 0.0)
     # passes still running at the end: the Gets whose start no Done carries (a Done logs its
     # pass's start, the very float of its Get), matched as multisets
     g_sorted, s_sorted = np.sort(get_t), np.sort(starts_done)
@@ -159,16 +160,17 @@ def scrape_metrics(
     s_vals, s_counts = np.unique(s_sorted, return_counts=True)
     pos = np.searchsorted(s_vals, g_vals)
     matched = np.zeros_like(g_counts)
-    hit = (pos < s_vals.size) & (s_vals[np.minimum(pos, s_vals.size - 1)] == g_vals)
-    matched[hit] = s_counts[pos[hit]]
+    if s_vals.size:  # (no Done yet: every Get is still running)
+        hit = (pos < s_vals.size) & (s_vals[np.minimum(pos, s_vals.size - 1)] == g_vals)
+        matched[hit] = s_counts[pos[hit]]
     open_starts = np.repeat(g_vals, np.maximum(g_counts - matched, 0))
-    longest = _longest_running(
+    unfinished, longest = _in_flight_ages(
         np.concatenate((starts_done, open_starts)),
-        np.concatenate((done_t, np.full(open_starts.size, np.inf))), t_s, step)
+        np.concatenate((done_t, np.full(open_starts.size, np.inf))), t_s)
 
     counters = {
         "adds": n_adds,
-        "retries": _counts_at(t[kind == _FAIL_DELAY], t_s),
+        "retries": _counts_at(t[fail_mask], t_s),  # every AddRateLimited
         "reconcile_success": _counts_at(t[kind == _OK], t_s),
         "reconcile_error": _counts_at(t[fail_mask], t_s),
     }

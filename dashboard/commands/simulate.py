@@ -304,19 +304,37 @@ def _check_flags(args: argparse.Namespace) -> None:
             if value is not None:
                 raise CliError(f"{flag} needs --emit-openmetrics FILE.")
         return
+    _check_output(args.emit_openmetrics)
     step = args.scrape_interval or DEFAULT_SCRAPE_INTERVAL_S
+    if step > args.duration:
+        default = "" if args.scrape_interval else " (the default)"
+        raise CliError(f"--scrape-interval {step:g}s{default} is longer than --duration "
+                       f"{args.duration:g}s: the file would hold only the scrape at the start.")
     if step < MIN_SCRAPE_INTERVAL_S:
         raise CliError(f"--scrape-interval must be at least {MIN_SCRAPE_INTERVAL_S * 1000:g}ms "
                        "(Prometheus keeps milliseconds).")
     if args.duration / step > MAX_SCRAPES:
         raise CliError(f"--duration {args.duration:g}s at --scrape-interval {step:g}s is over "
                        f"{MAX_SCRAPES:,} scrapes; use a longer --scrape-interval.")
-    _check_output(args.emit_openmetrics)
+
+
+def _float_series(metrics: Any) -> Any:
+    """``metrics`` with every histogram's ``sum`` as float64. models.scrape gives an int64
+    sum for a histogram with no observation yet (``np.bincount`` of nothing, even with
+    weights, is int64), and the OpenMetrics renderer's number format needs floats."""
+    import dataclasses
+
+    import numpy as np
+
+    hists = {k: dataclasses.replace(h, sum=np.asarray(h.sum, dtype=np.float64))
+             for k, h in metrics.histograms.items()}
+    return dataclasses.replace(metrics, histograms=hists)
 
 
 def _emit_openmetrics(args: argparse.Namespace, metrics: Any) -> dict[str, Any]:
     from collectors.openmetrics import render_families, simulated_families
 
+    metrics = _float_series(metrics)
     queue = args.queue_name or DEFAULT_QUEUE_NAME
     pod = args.pod or DEFAULT_POD
     start = DEFAULT_START_UNIX if args.start is None else args.start

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import subprocess
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dashboard.cli import main
+from dashboard.commands.simulate import DEFAULT_START_UNIX as DEFAULT_START
+from tests.conftest import require_binary
+from tests.support.prometheus import HINT as PROMETHEUS_HINT
 
 
 def test_simulate_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -54,3 +62,287 @@ def test_simulate_argparse_rejects_bad_numbers(capsys: pytest.CaptureFixture[str
         main(["simulate", "--arrival-rate", "5", "--keys", "0", "--workers", "1",
               "--service-mean", "0.1", "--duration", "10"])
     assert exc.value.code == 2
+
+
+# --- the mechanisms: serial section, coherency, API client, load and workers over time ------
+
+BASE = ["simulate", "--keys", "5", "--service-mean", "0.1", "--duration", "10"]
+ONE = ["--arrival-rate", "5", "--workers", "1"]
+
+
+def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Exit code, stdout, stderr of the CLI in this process (argparse errors included)."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    ([*ONE, "--lock-fraction", "1.5"], "--lock-fraction"),
+    ([*ONE, "--lock-fraction", "-0.1"], "--lock-fraction"),
+    ([*ONE, "--lock-fraction", "nan"], "--lock-fraction"),
+    ([*ONE, "--coherence", "x"], "--coherence"),
+    ([*ONE, "--coherence", "0.05:x"], "--coherence"),
+    ([*ONE, "--coherence", "0.05:0.002:1"], "SIGMA:KAPPA"),
+    ([*ONE, "--coherence", "-0.1"], "--coherence"),
+    ([*ONE, "--coherence", "11"], "at most 10"),
+    ([*ONE, "--api-qps", "0", "--api-calls", "1"], "--api-qps"),
+    ([*ONE, "--api-qps", "inf", "--api-calls", "1"], "--api-qps"),
+    ([*ONE, "--api-qps", "20"], "--api-calls"),
+    ([*ONE, "--api-calls", "1", "--api-burst", "0", "--api-qps", "5"], "--api-burst"),
+    ([*ONE, "--api-calls", "1", "--api-burst", "2.5", "--api-qps", "5"], "--api-burst"),
+    ([*ONE, "--api-calls", "1", "--api-burst", "5"], "--api-qps"),
+    ([*ONE, "--api-calls", "-1"], "--api-calls"),
+    ([*ONE, "--api-calls", "two"], "--api-calls"),
+    ([*ONE, "--api-calls", "1001"], "at most 1000"),
+    ([*ONE, "--api-calls", "1", "--api-latency", "20x"], "--api-latency"),
+    ([*ONE, "--api-calls", "1", "--api-latency", "-5ms"], "--api-latency"),
+    ([*ONE, "--api-latency", "20ms"], "--api-calls"),
+    ([*ONE, "--hot-key-share", "1"], "--hot-key-share"),
+    ([*ONE, "--hot-key-share", "-0.2"], "--hot-key-share"),
+    ([*ONE, "--hot-key-share", "0.5", "--zipf", "1.1"], "--zipf"),
+    ([*ONE, "--rate-schedule", "0:5"], "not both"),
+    (["--workers", "1"], "--rate-schedule"),
+    (["--workers", "1", "--rate-schedule", "10s:5"], "time 0"),
+    (["--workers", "1", "--rate-schedule", "0:5,1x:3"], "'1x:3'"),
+    (["--workers", "1", "--rate-schedule", "0:5,5s:-1"], "--rate-schedule"),
+    (["--workers", "1", "--rate-schedule", "0:5,5s"], "TIME:VALUE"),
+    (["--workers", "1", "--rate-schedule", "sine:5:2:10s"], "amplitude"),
+    (["--workers", "1", "--rate-schedule", "sine:5:0.5"], "sine:MEAN:AMPLITUDE:PERIOD"),
+    (["--arrival-rate", "5", "--workers", "1", "--workers-schedule", "0:2"], "not both"),
+    (["--arrival-rate", "5"], "--workers-schedule"),
+    (["--arrival-rate", "5", "--workers-schedule", "0:0"], "--workers-schedule"),
+    (["--arrival-rate", "5", "--workers-schedule", "0:2,5s:1.5"], "whole number"),
+    (["--arrival-rate", "5", "--workers-schedule", "0:2,5s:3,4s:1"], "increase"),
+    ([*ONE, "--scrape-interval", "5s"], "--emit-openmetrics"),
+    ([*ONE, "--queue-name", "q"], "--emit-openmetrics"),
+    ([*ONE, "--pod", "p-0"], "--emit-openmetrics"),
+    ([*ONE, "--start", "1704067200"], "--emit-openmetrics"),
+    ([*ONE, "--emit-openmetrics", "-"], "file name"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/nope/sim.om"], "does not exist"),
+    ([*ONE, "--emit-openmetrics", "{tmp}"], "not a regular file"),
+    ([*ONE, "--emit-openmetrics", "/dev/null"], "not a regular file"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/sim.om", "--scrape-interval", "0"], "--scrape-interval"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/sim.om", "--scrape-interval", "1ms"], "at least"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/sim.om", "--scrape-interval", "1ms", "--duration",
+      "1h"], "--scrape-interval"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/sim.om", "--duration", "30d", "--scrape-interval",
+      "1s"], "longer --scrape-interval"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/sim.om"], "15s (the default) is longer than"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/sim.om", "--scrape-interval", "11s"], "--duration"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/sim.om", "--start", "-1"], "--start"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/sim.om", "--start", "yesterday"], "--start"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/sim.om", "--start", "1e30"], "--start"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/sim.om", "--queue-name", " "], "--queue-name"),
+    ([*ONE, "--emit-openmetrics", "{tmp}/sim.om", "--pod", ""], "--pod"),
+])
+def test_simulate_new_flags_reject_bad_values_in_one_line(
+    extra: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*BASE, *(a.replace("{tmp}", str(tmp_path)) for a in extra), "--format", "json"]
+    code, out, err = run_main(argv, capsys)
+    assert code == 2, err
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert err.endswith("\n")
+    assert "error:" in err
+    assert "Traceback" not in err
+    assert says in err
+    assert list(tmp_path.iterdir()) == []  # nothing written, no temp file left behind
+
+
+def test_simulate_help_states_units(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_main(["simulate", "--help"], capsys)
+    assert code == 0
+    text = " ".join(out.split())
+    for flag in ("--lock-fraction", "--coherence", "--api-qps", "--api-burst", "--api-calls",
+                 "--api-latency", "--hot-key-share", "--rate-schedule", "--workers-schedule",
+                 "--emit-openmetrics", "--scrape-interval", "--queue-name", "--pod", "--start"):
+        assert flag in text
+    assert "a bare number is seconds" in text
+    assert "e.g. 20ms (bare number = seconds" in text  # --api-latency
+    assert "time between scrapes (default 15s; bare number = seconds)" in text
+
+
+def sim_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    code, out, err = run_main([*argv, "--format", "json"], capsys)
+    assert code == 0, err
+    data: dict[str, Any] = json.loads(out)
+    return data
+
+
+@pytest.mark.parametrize(("dist", "workers", "duration", "tol"), [
+    ("const", 4, 60, 0.01),
+    ("exp", 8, 300, 0.04),
+])
+def test_simulate_lock_fraction_caps_throughput_at_one_over_f_es(
+    dist: str, workers: int, duration: int, tol: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    F, mean_s = 0.6, 0.05
+    ceiling = 1.0 / (F * mean_s)  # 33.3/s, well below c/E[S] = 80/s or 160/s
+    data = sim_json(["simulate", "--arrival-rate", "200", "--keys", "1000",
+                     "--workers", str(workers), "--service-mean", str(mean_s),
+                     "--service-dist", dist, "--lock-fraction", str(F),
+                     "--duration", str(duration), "--warmup", "5"], capsys)
+    assert data["throughput_per_s"] == pytest.approx(ceiling, rel=tol)
+    assert data["lock_wait_mean_s"] > 0
+    assert data["inputs"]["lock_fraction"] == F
+    assert data["depth_mean"] > 100  # overload: the queue holds most keys
+
+
+def test_simulate_api_qps_caps_throughput_at_qps_over_calls(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    qps, calls = 20, 2
+    argv = ["simulate", "--arrival-rate", "100", "--keys", "1000", "--workers", "4",
+            "--service-mean", "0.01", "--api-qps", str(qps), "--api-calls", str(calls),
+            "--api-latency", "5ms", "--duration", "60", "--warmup", "10"]
+    data = sim_json(argv, capsys)
+    assert data["throughput_per_s"] == pytest.approx(qps / calls, rel=0.03)
+    assert data["api_calls"] == pytest.approx(qps * 50, rel=0.03)  # the 50 s after warmup
+    assert data["api_limiter_wait_mean_s"] > 0
+    assert data["inputs"]["api_latency_s"] == 0.005
+    code, out, _ = run_main(argv, capsys)
+    assert code == 0
+    assert "API calls" in out
+    assert "API client limiter wait mean s" in out
+    assert "2 API calls/pass at 20/s" in out
+
+
+def test_simulate_new_rows_only_when_the_mechanism_is_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    plain = [*BASE, *ONE]
+    labels = ("lock wait mean s", "workers (time mean)", "API calls",
+              "API client limiter wait mean s")
+    code, out, _ = run_main([*plain, "--format", "csv"], capsys)
+    assert code == 0
+    assert not any(label in out for label in labels)
+    code, out, _ = run_main([*BASE, "--arrival-rate", "5", "--workers-schedule", "0:1,5s:3",
+                             "--lock-fraction", "0.2", "--api-calls", "1", "--api-qps", "50",
+                             "--format", "csv"], capsys)
+    assert code == 0
+    rows = dict(list(csv.reader(io.StringIO(out)))[1:])
+    assert float(rows["workers (time mean)"]) == pytest.approx(2.0)  # 1 for 5 s, 3 for 5 s
+    assert float(rows["lock wait mean s (per pass)"]) >= 0
+    assert int(rows["API calls"]) > 0
+    assert float(rows["API client limiter wait mean s (per call)"]) >= 0
+
+
+def test_simulate_schedules_hot_key_and_coherence(capsys: pytest.CaptureFixture[str]) -> None:
+    data = sim_json(["simulate", "--rate-schedule", "0:10,30s:50", "--keys", "20",
+                     "--hot-key-share", "0.5", "--workers-schedule", "0:1,30s:3",
+                     "--service-mean", "0.01", "--coherence", "0.05:0.002",
+                     "--duration", "1m"], capsys)
+    expected = 30 * 10 + 30 * 50  # 1800 raw events; Poisson sd ≈ 42
+    assert abs(data["raw_events"] - expected) < 5 * expected**0.5
+    assert data["workers_mean"] == pytest.approx(2.0)
+    assert data["hot_key_throughput_per_s"] == pytest.approx(0.5 * expected / 60, rel=0.15)
+    inputs = data["inputs"]
+    assert inputs["arrival_rate_per_s"] is None
+    assert inputs["rate_schedule"] == "0:10,30s:50"
+    assert inputs["arrival_rate_mean_per_s"] == pytest.approx(30.0)
+    assert inputs["workers_schedule"] == "0:1,30s:3"
+    assert (inputs["coherence_sigma"], inputs["coherence_kappa"]) == (0.05, 0.002)
+    sine = sim_json(["simulate", "--rate-schedule", "sine:20:0.5:1m", "--keys", "20",
+                     "--workers", "2", "--service-mean", "0.01", "--duration", "2m"], capsys)
+    assert abs(sine["raw_events"] - 2400) < 5 * 2400**0.5  # whole periods: the mean rate
+
+
+def _last_sample(text: str, sample: str) -> tuple[str, float, float]:
+    line = [x for x in text.splitlines() if x.startswith(sample + "{")][-1]
+    head, value, stamp = line.rsplit(" ", 2)
+    return head, float(value), float(stamp)
+
+
+def test_simulate_emit_openmetrics_is_accepted_by_promtool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    promtool = require_binary("promtool", PROMETHEUS_HINT)
+    om = tmp_path / "sim.om"
+    om.write_text("an older file, replaced\n")
+    start = 1704074400  # 2024-01-01T02:00:00Z
+    data = sim_json(["simulate", "--arrival-rate", "20", "--keys", "50", "--workers", "2",
+                     "--service-mean", "0.05", "--fail-prob", "0.1", "--api-calls", "1",
+                     "--api-qps", "50", "--api-latency", "20ms", "--duration", "5m",
+                     "--seed", "3", "--emit-openmetrics", str(om), "--scrape-interval", "15s",
+                     "--queue-name", "dnsrecord", "--pod", "ctrl-7", "--start", str(start)],
+                    capsys)
+    assert "metrics" not in data  # the series go to the file, not into the JSON
+    assert data["openmetrics"]["scrapes"] == 21  # 0, 15 s, … 300 s
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sim.om"]  # no temp file left
+    text = om.read_text()
+    assert text.endswith("# EOF\n")
+    head, adds, stamp = _last_sample(text, "workqueue_adds_total")
+    assert adds == data["adds"]  # no warmup: the counter covers the whole run
+    assert stamp == start + 300
+    assert 'name="dnsrecord"' in head
+    assert 'pod="ctrl-7"' in head
+    _, retries, _ = _last_sample(text, "workqueue_retries_total")
+    assert retries == data["retries"] > 0
+    assert "rest_client_rate_limiter_duration_seconds_bucket{" in text
+    tsdb = tmp_path / "tsdb"
+    tsdb.mkdir()
+    proc = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(om),
+                           str(tsdb)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert any(tsdb.iterdir())  # a block was cut
+
+
+def test_simulate_emit_openmetrics_with_no_observations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No event at all: every histogram is empty at every scrape, still valid OpenMetrics."""
+    promtool = require_binary("promtool", PROMETHEUS_HINT)
+    om = tmp_path / "idle.om"
+    code, out, err = run_main([*BASE, "--arrival-rate", "0", "--workers", "1", "--api-calls",
+                               "1", "--emit-openmetrics", str(om), "--scrape-interval", "5",
+                               "--format", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["adds"] == 0
+    text = om.read_text()
+    assert _last_sample(text, "workqueue_work_duration_seconds_sum")[1] == 0
+    tsdb = tmp_path / "tsdb"
+    tsdb.mkdir()
+    proc = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(om),
+                           str(tsdb)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_simulate_emit_openmetrics_notes_a_run_end_between_scrapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    om = tmp_path / "sim.om"
+    code, _, err = run_main([*BASE, *ONE, "--emit-openmetrics", str(om), "--scrape-interval",
+                             "3"], capsys)
+    assert code == 0
+    assert "wrote 4 scrapes of" in err
+    assert "the last scrape is at 9s, before the end of the run (10s)" in err
+    text = om.read_text()
+    assert _last_sample(text, "workqueue_depth")[2] == DEFAULT_START + 9
+    assert 'name="simulated"' in text
+    assert 'pod="simulated-0"' in text
+
+
+def test_simulate_emit_openmetrics_refuses_a_symlink(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me\n")
+    link = tmp_path / "sim.om"
+    link.symlink_to(target)
+    dangling = tmp_path / "dangling.om"
+    dangling.symlink_to(tmp_path / "missing")
+    for path in (link, dangling):
+        code, out, err = run_main([*BASE, *ONE, "--emit-openmetrics", str(path)], capsys)
+        assert code == 2
+        assert out == ""
+        assert err.count("\n") == 1
+        assert "symbolic link" in err
+        assert path.is_symlink()
+    assert target.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.om", "elsewhere.txt",
+                                                          "sim.om"]

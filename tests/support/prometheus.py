@@ -49,9 +49,14 @@ class PrometheusProcess:
 def backfill(openmetrics_text: str, workdir: Path) -> Path:
     """Write the text, run promtool, return the TSDB directory. Timestamps in seconds,
     ascending per series, no blank lines, ``# EOF`` last (promtool is strict)."""
-    promtool = require_binary("promtool", HINT)
     om = workdir / "data.om"
     om.write_text(openmetrics_text)
+    return backfill_file(om, workdir)
+
+
+def backfill_file(om: Path, workdir: Path) -> Path:
+    """:func:`backfill` of an OpenMetrics file already written."""
+    promtool = require_binary("promtool", HINT)
     tsdb = workdir / "tsdb"
     tsdb.mkdir(exist_ok=True)
     result = subprocess.run(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from models.load import PiecewiseRate, RateProfile, SineRate
@@ -145,9 +146,11 @@ def simulate_case(case: Case) -> Any:
     return simulate(**case.sim_kwargs()).metrics
 
 
-def openmetrics(all_cases: list[Case]) -> str:
-    """Every case as its own controller in its own process (pod), as OpenMetrics text."""
-    from collectors.openmetrics import render_families, simulated_families
+def write_openmetrics(all_cases: list[Case], path: Path) -> None:
+    """Every case as its own controller in its own process (pod), as OpenMetrics text for
+    ``promtool tsdb create-blocks-from openmetrics``."""
+    from collectors.openmetrics import simulated_families, write_families
 
     ctl = [(c.queue, f"pod-{c.queue}", simulate_case(c)) for c in all_cases]
-    return render_families(simulated_families(ctl, float(START)))
+    with path.open("w") as out:
+        write_families(out, simulated_families(ctl, float(START)))
