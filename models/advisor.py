@@ -415,9 +415,10 @@ class AdvisorThresholds:
         0.5, "mean depth while workers are idle (time averages, without the paired signal)",
         "half a key waiting on average, with a worker free, is a key that cannot start")
     hot_depth_idle_min: float = _th(
-        0.2, "mean depth at the scrapes where a worker was idle (depth_while_idle)",
-        "client-go hands a queued key to an idle worker at once, so any depth with a worker "
-        "free is a key dirty behind its own pass; a fifth of a key on average is a key that "
+        0.1, "mean depth at the scrapes where a worker was idle (depth_while_idle)",
+        "client-go hands a queued key to an idle worker within microseconds, so depth with a "
+        "worker free at a scrape is a key dirty behind its own pass (by chance about once in "
+        "10,000 scrapes); a key seen so in one scrape of ten — one per 5 m window at 30 s — "
         "is re-dirtied in most of its passes, i.e. saturated")
     hot_idle_min: float = _th(
         1.0, "idle workers c − B",
@@ -1181,6 +1182,16 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
             reasons.append(f"the process waits {thr:.3g} s per second in the client-side rate "
                            f"limiter ({100 * lim:.0f} % of its busy-worker time)")
             strength = max(strength, lim / th.limiter_share_min)
+    throttled_calls = None
+    hist = _limiter_history(ctx, proc)
+    if hist is not None:
+        share_top, throttled_calls = hist
+        evidence["limiter_share_of_busy_time_busiest_tenth"] = share_top
+        if share_top >= th.limiter_share_min and not any("rate limiter" in r for r in reasons):
+            reasons.append(
+                f"at the busiest tenth of the range the process waited {100 * share_top:.0f} % "
+                "of its busy-worker time in the client-side rate limiter")
+            strength = max(strength, share_top / th.limiter_share_min)
 
     if not reasons:
         return None
@@ -1203,6 +1214,12 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
         if client_qps is not None:
             api_ceiling = client_qps / per_rec
             basis_api = "configured client QPS ÷ calls per reconcile"
+        elif throttled_calls is not None:
+            api_ceiling = throttled_calls / per_rec
+            basis_api = ("most API calls/s the process made while its client-side limiter "
+                         "throttled it (range) ÷ calls per reconcile — the limiter's QPS, "
+                         "shared by all controllers of the process")
+            evidence["api_qps_estimate"] = throttled_calls
         elif "429" in classes or thr is not None:
             ok_calls = calls - (_num(classes.get("429")) or 0.0)
             api_ceiling = ok_calls / per_rec
@@ -1215,22 +1232,73 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
     evidence["ceiling_reconciles_per_s"] = ceiling
     evidence["ceiling_basis"] = basis
     evidence["ceiling_scope"] = scope
+    binding = _binding_limit(reasons, evidence, ctx.c)
+    evidence["binding_limit"] = binding
     summary = (
-        "Adding workers will not help: " + "; ".join(reasons) + "."
+        f"Adding workers will not help: {BINDING_LIMITS[binding]} binds. "
+        + "; ".join(reasons) + "."
         + (f" Ceiling ≈ {ceiling:.3g} reconciles/s ({basis})." if ceiling is not None else "")
     )
     return _verdict(
         "contention", "warning", summary, evidence,
         {"action": "do_not_add_workers",
+         "binding_limit": binding,
          "ceiling_reconciles_per_s": ceiling,
          "workers_max_useful": useful,
-         "steps": ["reduce API calls per reconcile (read from the informer cache, patch "
-                   "instead of update, skip no-op writes)",
-                   "raise the client QPS/burst or the APF priority level only if the "
-                   "apiserver has room",
-                   "the budget is shared by every controller of the process: count them all"]},
+         "steps": _CONTENTION_STEPS[binding]},
         _margin_conf(strength) + (0.05 if len(reasons) > 1 else 0.0),
     )
+
+
+BINDING_LIMITS: Mapping[str, str] = MappingProxyType({
+    "client_limiter": "the API client's rate limiter (a token bucket shared by every worker "
+                      "of the process)",
+    "api_server": "the API server (it answers 429: API Priority and Fairness rejects the "
+                  "process's requests)",
+    "write_conflicts": "write conflicts (409s rising with concurrency)",
+    "coherency": "coherency (throughput falls past a peak worker count)",
+    "shared_resource": "something shared by the workers (a lock or serial section, a "
+                       "database, a downstream service)",
+})
+"""What the contention verdict can name as the limit, in words."""
+
+_CONTENTION_STEPS: Mapping[str, list[str]] = MappingProxyType({
+    "client_limiter": [
+        "reduce API calls per reconcile (read from the informer cache, patch instead of "
+        "update, skip no-op writes)",
+        "raise the client's QPS/Burst (rest.Config) only if the API server's priority level "
+        "has room",
+        "the budget is shared by every controller of the process: count them all"],
+    "api_server": [
+        "give the controller's ServiceAccount its own FlowSchema/priority level, or raise the "
+        "level's seats, instead of adding workers",
+        "reduce API calls per reconcile; lists and watches from the informer cache"],
+    "write_conflicts": [
+        "patch (server-side apply) instead of update, so concurrent writers do not collide",
+        "shard the keys so one object is not written by several controllers"],
+    "coherency": [
+        "do not run more workers than the peak worker count",
+        "find what the workers coordinate on (a shared cache lock, a global map) and split it"],
+    "shared_resource": [
+        "find what the passes wait on together (a mutex, a database connection pool, a "
+        "downstream rate limit): the work time rises with throughput",
+        "shorten or split the serial part of the pass; more workers only queue on it"],
+})
+
+
+def _binding_limit(reasons: Sequence[str], evidence: Mapping[str, Any], c: int | None) -> str:
+    """Which limit the contention reasons point at, most specific first."""
+    text = " ".join(reasons)
+    if "rate limiter" in text:
+        return "client_limiter"
+    if "(429)" in text:
+        return "api_server"
+    if "(409)" in text:
+        return "write_conflicts"
+    peak = evidence.get("usl_peak_workers")
+    if isinstance(peak, float) and c is not None and 1 <= peak <= c:
+        return "coherency"
+    return "shared_resource"
 
 
 def _duration_rise(ctx: _Ctx) -> tuple[float, float, float, float, float, float] | str | None:
@@ -1261,6 +1329,26 @@ def _duration_rise(ctx: _Ctx) -> tuple[float, float, float, float, float, float]
     t_stat = r * math.sqrt((x.size - 2) / max(1.0 - r * r, 1e-12))
     return (elasticity, t_stat, float(x[lo].mean()), float(x[hi].mean()),
             float(svc[lo].mean()), float(svc[hi].mean()))
+
+
+def _limiter_history(ctx: _Ctx, proc: ProcessTotals) -> tuple[float, float | None] | None:
+    """From the range, for a queue alone in its process (the limiter and its wait are the
+    process's, the busy workers the queue's): the 90th percentile over the points of limiter
+    seconds per busy-worker second, and the most non-429 API calls/s at a point where that
+    share was at least ``limiter_share_min`` (the token bucket's QPS: a throttled client
+    sends at its QPS). None without those series or with several queues in the process."""
+    h = ctx.h
+    if h is None or proc.queues > 1:
+        return None
+    thr, busy, calls = h.throttle_s_per_s, h.busy_workers, h.api_calls_per_s
+    ok = np.isfinite(thr) & np.isfinite(busy) & np.isfinite(calls) & (busy > 0)
+    if np.count_nonzero(ok) < ctx.th.min_history_points:
+        return None
+    share = thr[ok] / busy[ok]
+    sent = calls[ok] - np.nan_to_num(h.api_429_per_s[ok])
+    throttled = share >= ctx.th.limiter_share_min
+    return (float(np.quantile(share, 0.9)),
+            float(sent[throttled].max()) if throttled.any() else None)
 
 
 # --- hot key -----------------------------------------------------------------------------
@@ -1529,11 +1617,21 @@ def _add_workers(ctx: _Ctx, blockers: list[str], backlog: Verdict | None) -> Ver
          "service_mean_s": svc, "workers": c, "utilization_design": rho_d,
          "observed_wait_p95_s": observed, "demand_cv": cv, "model": res.model,
          "slo_wait_s": ctx.slo_s, "slo_quantile": th.slo_quantile, "keys": ctx.keys,
+         "caveats": _sizing_caveats(ctx),
          **_row_evidence(current, "current_")},
         {"action": "add_workers", "workers": rec_c, "workers_for_slo": slo_c,
          **_row_evidence(target, "expected_")},
         conf,
     )
+
+
+def _sizing_caveats(ctx: _Ctx) -> list[str]:
+    """What the history could not rule out before workers are added."""
+    if ctx.h is None:
+        return ["no history was read: a shared resource (a lock, the API client's limiter) "
+                "that more workers would only queue on could not be ruled out"]
+    note = ctx.notes.get("contention/duration")
+    return [note] if note else []
 
 
 def _over_provisioned(ctx: _Ctx) -> Verdict | None:

@@ -1,0 +1,87 @@
+"""The regime matrix on seeds the advisor's thresholds were never looked at with.
+
+The CI test (``tests/cli/test_advise_regimes.py``) runs seeds 1 and 2; thresholds were set
+while looking at those. This runs the same 9 regimes × 3 load shapes × 2 scrape intervals on
+other seeds (default 3–6), through a real Prometheus, and prints per regime and load shape
+how many cases got a right verdict and no forbidden one, with the verdicts of every miss, and
+the time of each stage.
+
+Run: python benchmarks/bench_regimes.py [--seeds 3 4 5 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dashboard.cli import main  # noqa: E402 - after the path set-up
+from tests.support import regimes as rg  # noqa: E402
+from tests.support.prometheus import backfill_file, start_prometheus  # noqa: E402
+
+
+def run(seeds: list[int]) -> int:
+    cases = [rg.Case(c.regime, c.load, c.scrape_interval_s, seed)
+             for c in rg.cases() if c.seed == rg.SEEDS[0] for seed in seeds]
+    with tempfile.TemporaryDirectory(prefix="queuelens-regimes-") as tmp:
+        work = Path(tmp)
+        t0 = time.perf_counter()
+        om = work / "regimes.om"
+        rg.write_openmetrics(cases, om)
+        t1 = time.perf_counter()
+        size_mb = om.stat().st_size / 1e6
+        tsdb = backfill_file(om, work)
+        om.unlink()
+        t2 = time.perf_counter()
+        server = start_prometheus(work / "prom", tsdb=tsdb)
+        try:
+            out = io.StringIO()
+            t3 = time.perf_counter()
+            with contextlib.redirect_stdout(out):
+                code = main(["advise", "--prometheus", server.url,
+                             "--at", str(rg.START + int(rg.DURATION_S)), "--range", rg.RANGE,
+                             "--format", "json"])
+            t4 = time.perf_counter()
+        finally:
+            server.stop()
+    if code != 0:
+        print(f"advise exited {code}", file=sys.stderr)
+        return 1
+    by = {q["queue"]: {v["kind"] for v in q["verdicts"]}
+          for q in json.loads(out.getvalue())["queues"]}
+    good: Counter[tuple[str, str]] = Counter()
+    total: Counter[tuple[str, str]] = Counter()
+    misses = []
+    for c in cases:
+        kinds = by.get(c.queue, set())
+        ok = bool(kinds & c.regime.expect) and not kinds & c.regime.never
+        total[c.regime.name, c.load] += 1
+        good[c.regime.name, c.load] += ok
+        if not ok:
+            misses.append((c.queue, sorted(kinds)))
+    print(f"{len(cases)} controllers, seeds {seeds}: simulate + write {t1 - t0:.1f} s "
+          f"({size_mb:.0f} MB of OpenMetrics), promtool {t2 - t1:.1f} s, advise {t4 - t3:.1f} s")
+    print(f"| regime | {' | '.join(rg.LOADS)} |")
+    print(f"|---|{'---|' * len(rg.LOADS)}")
+    for regime in rg.REGIMES:
+        cells = [f"{good[regime.name, ld]}/{total[regime.name, ld]}" for ld in rg.LOADS]
+        print(f"| `{regime.name}` | {' | '.join(cells)} |")
+    right = sum(good.values())
+    print(f"right: {right} of {len(cases)}")
+    for queue, kinds in misses:
+        print(f"  miss {queue}: {', '.join(kinds)}")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[3, 4, 5, 6])
+    sys.exit(run(parser.parse_args().seeds))
