@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dashboard.cli import main  # noqa: E402 - after the path set-up
-from tests.support import regimes as rg  # noqa: E402
-from tests.support.prometheus import backfill_file, start_prometheus  # noqa: E402
+from dashboard.cli import main
+from tests.support import regimes as rg
+from tests.support.prometheus import backfill_file, start_prometheus
 
 
 def run(seeds: list[int]) -> int:

@@ -293,8 +293,8 @@ def render_openmetrics(
         raise ValueError(f"the range must have start < end, got {start!r}..{end!r}")
     if not (math.isfinite(step_s) and step_s > 0):
         raise ValueError(f"the step must be positive, got {step_s!r}")
-    times = start + np.arange(math.ceil((end - start) / step_s)) * step_s
-    times = np.asarray(times[times < end], dtype=np.float64)
+    grid = start + np.arange(math.ceil((end - start) / step_s)) * step_s
+    times: FloatArray = np.asarray(grid[grid < end], dtype=np.float64)
     return render_families(fleet_families(fleet, times), times, extra_labels)
 
 

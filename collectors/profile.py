@@ -90,6 +90,13 @@ def format_duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
+IDLE_DEPTH_RESOLUTION_S = 30.0
+IDLE_DEPTH_WINDOW_S = 600.0
+"""``depth_while_idle`` is sampled every 30 s over at least 10 minutes (21 points): at 30 s
+no scrape of a 15 s or 30 s target is counted twice (a 15 s subquery step would count each
+sample of a 30 s target twice, so one chance coincidence would weigh double), and 21 points
+are enough to tell a key dirty at 40 % of the instants from one dirty by chance once."""
+
 SCRAPE_LOOKBACK_S = 3600.0
 """Without a configured scrape interval, each queue's is learnt from its samples over the
 hour before the evaluation time (a range read: before its end, the same figure for every
@@ -431,7 +438,8 @@ class Profile:
                 SignalQuery("errors_per_s",
                             f"sum by ({c}) (rate({m.reconcile_errors}{csel}[{w}]))",
                             "controller", m.reconcile_errors),
-                SignalQuery("depth_while_idle", self._depth_while_idle(w, qsel, csel),
+                SignalQuery("depth_while_idle",
+                            self._depth_while_idle(window_s, qsel, csel),
                             "queue", m.active_workers),
                 SignalQuery("reconcile_results_per_s",
                             f"sum by ({c}, result) (rate({m.reconcile_total}{csel}[{w}]))",
@@ -454,12 +462,14 @@ class Profile:
         by = ", ".join((self.queue_label, *self.process_labels))
         return f"count by ({by}) (last_over_time({self.metrics.adds}{sel}[{w}]))"
 
-    def _depth_while_idle(self, w: str, qsel: str, csel: str) -> str:
-        """Mean depth at the scrapes where the controller had an idle worker: the depth gauge
-        and ``active_workers < max_concurrent_reconciles`` paired at each instant (a subquery
-        at the scrape interval, 15 s unless set), not two window averages."""
+    def _depth_while_idle(self, window_s: float, qsel: str, csel: str) -> str:
+        """Mean depth at the instants where the controller had an idle worker: the depth gauge
+        and ``active_workers < max_concurrent_reconciles`` paired at each instant — a subquery
+        at the scrape interval (:data:`IDLE_DEPTH_RESOLUTION_S` unless set) over at least
+        :data:`IDLE_DEPTH_WINDOW_S` — not two window averages."""
         m, q, c = self.metrics, self.queue_label, self.controller_label
-        res = format_duration(self.scrape_interval_s or 15.0)
+        w = format_duration(max(window_s, IDLE_DEPTH_WINDOW_S))
+        res = format_duration(self.scrape_interval_s or IDLE_DEPTH_RESOLUTION_S)
         idle = (f"max by ({c}) ({m.active_workers}{csel}) < bool "
                 f"max by ({c}) ({m.max_concurrent_reconciles}{csel})")
         return (f"avg_over_time((sum by ({q}) ({m.depth}{qsel}) * on ({q}) "

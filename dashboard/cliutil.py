@@ -215,22 +215,46 @@ def emit(
         stream.write(text + "\n")
 
 
-def write_text_atomically(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename,
-    so a failed run never leaves a half-written file or replaces a good one."""
-    import tempfile
+def check_output_path(path: str, flag: str) -> None:
+    """Refuse, before any work, an output that is not a new or regular file: a symbolic link
+    (the rename would replace the link, not write where it points), a device or a directory,
+    ``-``, or a file in a directory that does not exist."""
+    import stat
 
+    if path == "-":
+        raise CliError(f"{flag} needs a file name (stdout carries the result).")
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror}") from None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise CliError(f"{flag} {path}: is a symbolic link; refusing to replace it.")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise CliError(f"{flag} {path}: is not a regular file.")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise CliError(f"cannot write {path}: the directory {directory} does not exist")
+
+
+def write_text_atomically(path: str, text: str, flag: str = "-o") -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same directory, then rename,
+    so a failed run never leaves a half-written file or replaces a good one. The target is
+    checked by :func:`check_output_path`; the file is created with mode 0666 less the umask,
+    as any file the user's shell would create."""
+    import secrets
+
+    check_output_path(path, flag)
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(directory, f".queuelens-{secrets.token_hex(8)}.tmp")
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".queuelens-", suffix=".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except OSError as exc:
         os.unlink(tmp)

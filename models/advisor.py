@@ -358,9 +358,9 @@ class AdvisorThresholds:
         "interval and the load drifts, so the nominal 2 flags noise (seen up to 2.3 on "
         "simulated queues with nothing shared)")
     inflation_span_min: float = _th(
-        1.5, "max / min busy workers over the range, for the USL fit",
+        2.0, "max / min busy workers over the range, for the USL fit",
         "with less spread in concurrency the curve of throughput against busy workers "
-        "cannot be told from noise")
+        "cannot be told from noise (models.contention.fit_usl refuses under 2× too)")
     usl_extrapolation_max: float = _th(
         2.0, "worker count / most busy workers seen, for the USL efficiency",
         "the fitted curve is read at most 2× beyond the busiest point of the range; further "
@@ -415,11 +415,12 @@ class AdvisorThresholds:
         0.5, "mean depth while workers are idle (time averages, without the paired signal)",
         "half a key waiting on average, with a worker free, is a key that cannot start")
     hot_depth_idle_min: float = _th(
-        0.1, "mean depth at the scrapes where a worker was idle (depth_while_idle)",
+        0.15, "mean depth at the instants where a worker was idle (depth_while_idle: 21 "
+        "points, every 30 s over 10 minutes)",
         "client-go hands a queued key to an idle worker within microseconds, so depth with a "
-        "worker free at a scrape is a key dirty behind its own pass (by chance about once in "
-        "10,000 scrapes); a key seen so in one scrape of ten — one per 5 m window at 30 s — "
-        "is re-dirtied in most of its passes, i.e. saturated")
+        "worker free is a key dirty behind its own pass: rare by chance (a key whose event "
+        "lands during its own pass), constant for a saturated key (dirty at 30–70 % of the "
+        "instants). 0.15 needs 4 of the 21 points, which chance coincidences do not reach")
     hot_idle_min: float = _th(
         1.0, "idle workers c − B",
         "at least one worker must be idle on average for 'waiting with idle workers'")
@@ -1287,7 +1288,8 @@ _CONTENTION_STEPS: Mapping[str, list[str]] = MappingProxyType({
 
 
 def _binding_limit(reasons: Sequence[str], evidence: Mapping[str, Any], c: int | None) -> str:
-    """Which limit the contention reasons point at, most specific first."""
+    """Which limit the contention reasons point at, most specific first; a coherency peak
+    only from a USL fit that was accepted as a reason (R² and efficiency thresholds)."""
     text = " ".join(reasons)
     if "rate limiter" in text:
         return "client_limiter"
@@ -1296,7 +1298,7 @@ def _binding_limit(reasons: Sequence[str], evidence: Mapping[str, Any], c: int |
     if "(409)" in text:
         return "write_conflicts"
     peak = evidence.get("usl_peak_workers")
-    if isinstance(peak, float) and c is not None and 1 <= peak <= c:
+    if "USL" in text and isinstance(peak, float) and c is not None and 1 <= peak <= c:
         return "coherency"
     return "shared_resource"
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import re
-import stat
 import sys
 from functools import partial
 from typing import Any
@@ -16,6 +14,7 @@ from dashboard.cliutil import (
     CliError,
     ProgressBar,
     add_format_argument,
+    check_output_path,
     emit,
     fraction,
     jsonable,
@@ -258,25 +257,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=handle)
 
 
-def _check_output(path: str) -> None:
-    """Refuse, before simulating, a target that is not a new or regular file."""
-    if path == "-":
-        raise CliError("--emit-openmetrics needs a file name (stdout carries the result).")
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise CliError(f"cannot write {path}: {exc.strerror}") from None
-    if st is not None and stat.S_ISLNK(st.st_mode):
-        raise CliError(f"--emit-openmetrics {path}: is a symbolic link; refusing to replace it.")
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        raise CliError(f"--emit-openmetrics {path}: is not a regular file.")
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise CliError(f"cannot write {path}: the directory {directory} does not exist")
-
-
 def _check_flags(args: argparse.Namespace) -> None:
     if args.trace < 0:
         raise CliError("--trace must be 0 or more events.")
@@ -304,7 +284,7 @@ def _check_flags(args: argparse.Namespace) -> None:
             if value is not None:
                 raise CliError(f"{flag} needs --emit-openmetrics FILE.")
         return
-    _check_output(args.emit_openmetrics)
+    check_output_path(args.emit_openmetrics, "--emit-openmetrics")
     step = args.scrape_interval or DEFAULT_SCRAPE_INTERVAL_S
     if step > args.duration:
         default = "" if args.scrape_interval else " (the default)"
@@ -318,28 +298,15 @@ def _check_flags(args: argparse.Namespace) -> None:
                        f"{MAX_SCRAPES:,} scrapes; use a longer --scrape-interval.")
 
 
-def _float_series(metrics: Any) -> Any:
-    """``metrics`` with every histogram's ``sum`` as float64. models.scrape gives an int64
-    sum for a histogram with no observation yet (``np.bincount`` of nothing, even with
-    weights, is int64), and the OpenMetrics renderer's number format needs floats."""
-    import dataclasses
-
-    import numpy as np
-
-    hists = {k: dataclasses.replace(h, sum=np.asarray(h.sum, dtype=np.float64))
-             for k, h in metrics.histograms.items()}
-    return dataclasses.replace(metrics, histograms=hists)
-
-
 def _emit_openmetrics(args: argparse.Namespace, metrics: Any) -> dict[str, Any]:
     from collectors.openmetrics import render_families, simulated_families
 
-    metrics = _float_series(metrics)
     queue = args.queue_name or DEFAULT_QUEUE_NAME
     pod = args.pod or DEFAULT_POD
     start = DEFAULT_START_UNIX if args.start is None else args.start
     families = simulated_families([(queue, pod, metrics)], start)
-    write_text_atomically(args.emit_openmetrics, render_families(families))
+    write_text_atomically(args.emit_openmetrics, render_families(families),
+                          "--emit-openmetrics")
     scrapes = len(metrics.t_s)
     series = sum(len(f.series) for f in families)
     last = float(metrics.t_s[-1])
