@@ -1107,6 +1107,7 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
     pts = _usl_points(ctx)
     if isinstance(pts, str):
         evidence["usl_fit"] = f"not fitted: {pts}"
+        ctx.notes["contention/usl"] = f"USL fit refused: {pts}"
     elif pts is not None:
         n = pts[0]
         fit = ctx.usl if ctx.usl is not None else fit_usl_many([pts])[0]

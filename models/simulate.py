@@ -113,7 +113,9 @@ class SimResult:
     coalescing_ratio: float | None
     """raw_events / adds caused by raw events (≥ 1)."""
     completed: int
+    """Passes that ended after the warmup, failed ones included."""
     failed: int
+    """Failed passes over the whole run (so with a warmup it may exceed ``completed``)."""
     throughput_per_s: float
     wait_mean_s: float | None
     wait_p50_s: float | None
