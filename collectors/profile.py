@@ -90,33 +90,35 @@ def format_duration(seconds: float) -> str:
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 
-IDLE_DEPTH_RESOLUTION_S = 30.0
-IDLE_DEPTH_WINDOW_S = 600.0
-"""``depth_while_idle`` is sampled every 30 s over at least 10 minutes (21 points): at 30 s
-no scrape of a 15 s or 30 s target is counted twice (a 15 s subquery step would count each
-sample of a 30 s target twice, so one chance coincidence would weigh double), and 21 points
-are enough to tell a key dirty at 40 % of the instants from one dirty by chance once."""
+IDLE_DEPTH_RESOLUTION_S = 15.0
+IDLE_DEPTH_WINDOW_S = 1200.0
+"""``depth_while_idle`` is sampled every 15 s over at least 20 minutes (81 points): every
+sample of a 15 s target, each sample of a 30 s target twice. A saturated key is dirty at
+20–70 % of the instants, a key by chance at about one scrape in 500; 20 minutes hold enough
+samples (41 at 30 s) to tell the two apart — 10 minutes at 30 s missed a key dirty at 30 %
+one time in eight."""
 
 SCRAPE_LOOKBACK_S = 3600.0
-"""Without a configured scrape interval, each queue's is learnt from its samples over the
-hour before the evaluation time (a range read: before its end, the same figure for every
-batch): long enough that one gap moves the estimate little, short enough to follow a
-changed interval."""
+SCRAPE_SPAN_S = 600.0
+"""Without a configured scrape interval, each queue's is learnt from its densest 10 minutes
+within the hour before the evaluation time (a range read: before its end, the same figure for
+every batch): a queue that restarted or appeared half an hour ago, or had a gap, still shows
+its interval in its best 10 minutes; a changed interval is followed within the hour."""
 SCRAPE_INTERVALS_S: tuple[float, ...] = (
     1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300)
 """The intervals people configure. A learnt interval is snapped down to the largest of
-these within 10 % above it: a 15 s target with a 90 s gap in the hour gives 16.4 s, which is
-15 s with a gap (so the gap is still seen as one), not a 16.4 s interval."""
+these within 10 % above it: a 15 s target that missed one scrape in its best 10 minutes gives
+15.4 s, which is 15 s with a miss, not a 15.4 s interval."""
 
 
-def learnt_scrape_interval_s(samples: float | None, lookback_s: float) -> float | None:
-    """The scrape interval of a series with ``samples`` samples over ``lookback_s``, snapped
-    to :data:`SCRAPE_INTERVALS_S`; None with fewer than 2 samples (new or sparse). At most
-    the largest listed interval: a handful of samples in the hour is a sparse series, not a
-    20-minute interval, and must not widen every window of a read."""
+def learnt_scrape_interval_s(samples: float | None, span_s: float = SCRAPE_SPAN_S
+                             ) -> float | None:
+    """The scrape interval of a series with ``samples`` samples in ``span_s``, snapped to
+    :data:`SCRAPE_INTERVALS_S`; None with fewer than 2 samples (new or sparse). At most the
+    largest listed interval: a sparse series must not widen every window of a read."""
     if samples is None or not math.isfinite(samples) or samples < 2:
         return None
-    estimate = lookback_s / samples
+    estimate = span_s / samples
     fits = [s for s in SCRAPE_INTERVALS_S if s <= 1.1 * estimate]
     return float(fits[-1]) if fits else float(SCRAPE_INTERVALS_S[0])
 
@@ -447,13 +449,15 @@ class Profile:
             ]
         return out
 
-    def lookback_samples_query(self, lookback_s: float) -> str:
-        """Each queue's samples over ``lookback_s``: its own scrape rate, so that a read can
-        tell a gap in a window from a queue scraped every 30 s or 60 s, and size its rate
-        windows, when the scrape interval is not configured."""
-        w = format_duration(lookback_s)
+    def scrape_samples_query(self) -> str:
+        """Each queue's most samples in :data:`SCRAPE_SPAN_S` within the last
+        :data:`SCRAPE_LOOKBACK_S`: its own scrape rate, so that a read can tell a gap in a
+        window from a queue scraped every 30 s or 60 s, and size its rate windows, when the
+        scrape interval is not configured."""
+        span, back = format_duration(SCRAPE_SPAN_S), format_duration(SCRAPE_LOOKBACK_S)
         q = self.queue_label
-        return f"max by ({q}) (count_over_time({self.metrics.adds}{self._sel()}[{w}]))"
+        return (f"max by ({q}) (max_over_time(count_over_time({self.metrics.adds}"
+                f"{self._sel()}[{span}])[{back}:{span}]))")
 
     def topology_query(self, window_s: float, queues: Sequence[str] | None = None) -> str:
         """Which process (job/instance) runs which queue: joins process-wide API metrics."""
@@ -463,8 +467,8 @@ class Profile:
         return f"count by ({by}) (last_over_time({self.metrics.adds}{sel}[{w}]))"
 
     def _depth_while_idle(self, window_s: float, qsel: str, csel: str) -> str:
-        """Mean depth at the instants where the controller had an idle worker: the depth gauge
-        and ``active_workers < max_concurrent_reconciles`` paired at each instant — a subquery
+        """Depth × [the controller had an idle worker], averaged over the instants: the depth
+        gauge and ``active_workers < max_concurrent_reconciles`` paired at each instant — a subquery
         at the scrape interval (:data:`IDLE_DEPTH_RESOLUTION_S` unless set) over at least
         :data:`IDLE_DEPTH_WINDOW_S` — not two window averages."""
         m, q, c = self.metrics, self.queue_label, self.controller_label

@@ -35,7 +35,6 @@ import numpy as np
 from collectors.errors import CollectorError
 from collectors.histogram import parse_le
 from collectors.profile import (
-    SCRAPE_LOOKBACK_S,
     Profile,
     SignalQuery,
     code_class,
@@ -131,8 +130,7 @@ class PrometheusSource:
         jobs = {sq.signal: instant(sq.promql) for sq in queries}
         jobs["topology"] = instant(profile.topology_query(window_s))
         if not profile.scrape_interval_s:
-            jobs["lookback_samples"] = instant(profile.lookback_samples_query(
-                _lookback_s(window_s)))
+            jobs["scrape_samples"] = instant(profile.scrape_samples_query())
         for i, eff in enumerate(profile.external_effects):
             jobs[f"external:{i}"] = instant(eff.render(window_s))
         results = _run_all(jobs, self.client.settings.parallelism)
@@ -266,10 +264,11 @@ class PrometheusSource:
 
     # ------------------------------------------------------------------ range
 
-    def range_window_s(self, step_s: float) -> float:
+    def range_window_s(self, step_s: float, learnt_s: float | None = None) -> float:
         """Rate window for a range query: :func:`collectors.profile.rate_window_s` with the
-        profile's scrape interval (15 s unless set)."""
-        return rate_window_s(step_s, self.profile.scrape_interval_s or 15.0)
+        profile's scrape interval, else the slowest learnt one of the read's queues, else
+        15 s."""
+        return rate_window_s(step_s, self.profile.scrape_interval_s or learnt_s or 15.0)
 
     def range(
         self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None,
@@ -295,15 +294,13 @@ class PrometheusSource:
         # hour before the end: the windows are sized for the slowest-scraped queue (so every
         # window holds ≥ 4 of its samples) and each queue's gaps are judged by its own rate.
         intervals: dict[str, float] = {}
-        if profile.scrape_interval_s:
-            window = self.range_window_s(step)
-        else:
-            lookback = client.query(profile.lookback_samples_query(SCRAPE_LOOKBACK_S), b)
-            for smp in lookback.samples:
-                learnt = learnt_scrape_interval_s(smp.value, SCRAPE_LOOKBACK_S)
+        if not profile.scrape_interval_s:
+            for smp in client.query(profile.scrape_samples_query(), b).samples:
+                learnt = learnt_scrape_interval_s(smp.value)
                 if learnt is not None:
                     intervals[smp.labels.get(profile.queue_label, "")] = learnt
-            window = rate_window_s(step, max(intervals.values(), default=15.0))
+        read = [intervals[q] for q in queues if q in intervals] if queues else intervals.values()
+        window = self.range_window_s(step, max(read, default=None))
 
         def ranged(promql: str) -> Callable[[], Any]:
             return lambda: client.query_range(promql, a, b, step)
@@ -870,20 +867,14 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
         process_series=procs.series_for(np.unique(pairs[1])))
 
 
-def _lookback_s(window_s: float) -> float:
-    """The snapshot's lookback for learning scrape intervals: an hour, or 4 windows."""
-    return max(SCRAPE_LOOKBACK_S, 4 * window_s)
-
-
 def _lookback_expected(results: Mapping[str, Any], queue_label: str,
                        order: Sequence[str], window_s: float) -> np.ndarray | None:
     """(Q, 1) samples a full window holds for each queue: window ÷ its learnt scrape interval
     (:func:`collectors.profile.learnt_scrape_interval_s`); NaN where none was learnt."""
-    res = results.get("lookback_samples")
+    res = results.get("scrape_samples")
     if res is None:
         return None
-    lookback = _lookback_s(window_s)
-    by_queue = {s.labels.get(queue_label, ""): learnt_scrape_interval_s(s.value, lookback)
+    by_queue = {s.labels.get(queue_label, ""): learnt_scrape_interval_s(s.value)
                 for s in res.samples}
     return np.array([window_s / iv if (iv := by_queue.get(q)) else math.nan
                      for q in order], dtype=np.float64).reshape(-1, 1)

@@ -39,9 +39,9 @@ class QueueSnapshot:
     depth_mean: float | None = None
     depth_current: float | None = None
     depth_while_idle: float | None = None
-    """Mean depth over the scrapes at which a worker was idle (depth gauge × [active workers <
-    max], paired at each scrape): client-go hands a queued key to an idle worker at once, so
-    depth with a worker free is a key waiting behind its own pass (per-key serialisation)."""
+    """depth gauge × [active workers < max], paired at each instant and averaged over the
+    instants (the zeros of busy instants included): client-go hands a queued key to an idle
+    worker at once, so depth with a worker free is a key waiting behind its own pass."""
     queue_wait_mean_s: float | None = None
     queue_wait_p50_s: float | None = None
     queue_wait_p95_s: float | None = None

@@ -415,12 +415,13 @@ class AdvisorThresholds:
         0.5, "mean depth while workers are idle (time averages, without the paired signal)",
         "half a key waiting on average, with a worker free, is a key that cannot start")
     hot_depth_idle_min: float = _th(
-        0.15, "mean depth at the instants where a worker was idle (depth_while_idle: 21 "
-        "points, every 30 s over 10 minutes)",
+        0.1, "depth × [a worker idle] averaged over the instants (depth_while_idle: 81 "
+        "points, every 15 s over 20 minutes)",
         "client-go hands a queued key to an idle worker within microseconds, so depth with a "
         "worker free is a key dirty behind its own pass: rare by chance (a key whose event "
-        "lands during its own pass), constant for a saturated key (dirty at 30–70 % of the "
-        "instants). 0.15 needs 4 of the 21 points, which chance coincidences do not reach")
+        "lands during its own pass, about one scrape in 500), constant for a saturated key "
+        "(dirty at 20–70 % of the instants). 0.1 needs 9 of the 81 points — 5 samples of a "
+        "30 s target, which chance coincidences do not reach")
     hot_idle_min: float = _th(
         1.0, "idle workers c − B",
         "at least one worker must be idle on average for 'waiting with idle workers'")
@@ -644,6 +645,22 @@ class _Ctx:
     """(Wq, Lq) of M/M/c at (λ, μ, c) for the hot-key rule, when computed in advance."""
     usl: UslFit | ModelInputError | None = None
     """The USL fit of the contention rule, when computed in advance (:func:`_prepare`)."""
+    usl_points: tuple[FloatArray, FloatArray] | str | None = None
+    """:func:`_usl_points`, kept once computed."""
+
+
+def _steady_points(ctx: _Ctx) -> npt.NDArray[np.bool_]:
+    """The range points where failures and delayed re-adds stay under
+    ``usl_failure_share_max`` (or are not measured): the points where throughput, busy workers
+    and work duration describe the passes rather than the retry policy."""
+    h = ctx.h
+    assert h is not None
+    lim = ctx.th.usl_failure_share_max
+    with np.errstate(divide="ignore", invalid="ignore"):
+        err = h.errors_per_s / h.throughput_per_s
+        re_add = h.retries_per_s / h.arrival_rate_per_s
+    out: npt.NDArray[np.bool_] = ~((err >= lim) | (re_add >= lim))
+    return out
 
 
 def _usl_refusal(ctx: _Ctx) -> str | None:
@@ -664,21 +681,30 @@ def _usl_points(ctx: _Ctx) -> tuple[FloatArray, FloatArray] | str | None:
     """(busy workers, throughput) points the contention rule fits; a reason it is refused;
     or None without a history. Only points with at least one busy worker on average (below
     it the time average mixes idle time with one pass: USL's N is a number of concurrent
-    workers), at least ``min_history_points`` of them, spread over ``inflation_span_min``."""
+    workers), at least ``min_history_points`` of them, spread over ``inflation_span_min``;
+    points with failures or re-adds (:func:`_steady_points`) are left out."""
+    if ctx.usl_points is None:
+        ctx.usl_points = _usl_points_now(ctx)
+    return ctx.usl_points
+
+
+def _usl_points_now(ctx: _Ctx) -> tuple[FloatArray, FloatArray] | str | None:
     if ctx.h is None:
         return None
     refused = _usl_refusal(ctx)
     if refused is not None:
         return refused
-    p = _pairs(ctx.h, "busy_workers", "throughput_per_s")
-    if p is None:
-        return "no range points with busy workers and throughput"
-    n, x = p[1], p[2]
-    ok = (n >= 1.0) & (x > 0)
+    h = ctx.h
+    n, x = h.busy_workers, h.throughput_per_s
+    steady = _steady_points(ctx)
+    ok = steady & np.isfinite(n) & np.isfinite(x) & (n >= 1.0) & (x > 0)
     n, x = n[ok], x[ok]
     if n.size < ctx.th.min_history_points:
+        left_out = int(np.count_nonzero(~steady))
         return (f"only {n.size} range points with at least one busy worker "
-                f"(needs {ctx.th.min_history_points:g})")
+                f"(needs {ctx.th.min_history_points:g})"
+                + (f"; {left_out} points were left out for failures or re-adds ≥ "
+                   f"{100 * ctx.th.usl_failure_share_max:g} %" if left_out else ""))
     if n.max() / n.min() < ctx.th.inflation_span_min:
         return (f"busy workers only spanned {n.min():.2g}…{n.max():.2g} over the range: the "
                 "load did not vary enough to trace a scaling curve")
@@ -1095,7 +1121,8 @@ def _requeue_misuse(ctx: _Ctx) -> Verdict | None:
 
 def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Verdict | None:
     s, th = ctx.s, ctx.th
-    reasons: list[str] = []
+    reasons: dict[str, str] = {}
+    """reason code (what is found) → the reason in words"""
     evidence: dict[str, Any] = {}
     strength = 1.0
     ceiling: float | None = None
@@ -1122,7 +1149,7 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
                             usl_peak_workers=fit.peak_workers, usl_r2=fit.r2,
                             usl_efficiency_at_c=eff, usl_points=fit.points)
             if fit.r2 >= th.usl_r2_min and eff < th.usl_efficiency_max:
-                reasons.append(
+                reasons["usl"] = (
                     f"throughput does not scale with busy workers (USL σ={fit.sigma:.3g}, "
                     f"κ={fit.kappa:.3g}, {100 * eff:.0f} % efficiency at c={c_eval:g}"
                     + (f", peak at N*≈{fit.peak_workers:.1f})" if fit.peak_workers else ")"))
@@ -1141,7 +1168,7 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
                         duration_at_quiet_s=s_lo, duration_at_busy_s=s_hi,
                         throughput_quiet_per_s=x_lo, throughput_busy_per_s=x_hi)
         if elasticity >= th.rise_elasticity_min and t_stat >= th.rise_t_min:
-            reasons.append(
+            reasons["duration_rise"] = (
                 f"each pass takes longer as more complete: {_fmt_s(s_hi)} at {x_hi:.3g}/s vs "
                 f"{_fmt_s(s_lo)} at {x_lo:.3g}/s at the same instants (elasticity "
                 f"{elasticity:.2g}, t={t_stat:.1f}) — something shared fills up with load")
@@ -1160,7 +1187,8 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
         s409 = (_num(classes.get("409")) or 0.0) / calls
         evidence.update(api_calls_per_s=calls, share_429=s429, share_409=s409)
         if s429 >= th.share_429_min:
-            reasons.append(f"{100 * s429:.1f} % of the process's API calls are throttled (429)")
+            reasons["api_429"] = (
+                f"{100 * s429:.1f} % of the process's API calls are throttled (429)")
             strength = max(strength, s429 / th.share_429_min)
         if s409 >= th.share_409_min:
             p = _pairs(ctx.h, "busy_workers", "api_409_per_s", "api_calls_per_s")
@@ -1170,8 +1198,8 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
                 r409 = _corr(p[1][good], p[2][good] / p[3][good])
             evidence["conflict_busy_corr"] = r409
             if r409 is not None and r409 >= th.corr_409_min:
-                reasons.append(f"{100 * s409:.1f} % of API calls conflict (409), rising with "
-                               "concurrency")
+                reasons["api_409"] = (f"{100 * s409:.1f} % of API calls conflict (409), rising "
+                                      "with concurrency")
                 strength = max(strength, s409 / th.share_409_min)
     else:
         ctx.notes["contention/api"] = "no API-client request rate (rest_client_requests_total)"
@@ -1181,18 +1209,19 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
         lim = thr / busy  # the process's limiter seconds per busy-worker second
         evidence["limiter_share_of_busy_time"] = lim
         if lim >= th.limiter_share_min:
-            reasons.append(f"the process waits {thr:.3g} s per second in the client-side rate "
-                           f"limiter ({100 * lim:.0f} % of its busy-worker time)")
+            reasons["limiter"] = (f"the process waits {thr:.3g} s per second in the client-side "
+                                  f"rate limiter ({100 * lim:.0f} % of its busy-worker time)")
             strength = max(strength, lim / th.limiter_share_min)
     throttled_calls = None
     hist = _limiter_history(ctx, proc)
     if hist is not None:
         share_top, throttled_calls = hist
-        evidence["limiter_share_of_busy_time_busiest_tenth"] = share_top
-        if share_top >= th.limiter_share_min and not any("rate limiter" in r for r in reasons):
-            reasons.append(
-                f"at the busiest tenth of the range the process waited {100 * share_top:.0f} % "
-                "of its busy-worker time in the client-side rate limiter")
+        evidence["limiter_share_of_busy_time_p90"] = share_top
+        if share_top >= th.limiter_share_min and "limiter" not in reasons:
+            reasons["limiter"] = (
+                f"at the 90th percentile of the range the process waited "
+                f"{100 * share_top:.0f} % of its busy-worker time in the client-side rate "
+                "limiter")
             strength = max(strength, share_top / th.limiter_share_min)
 
     if not reasons:
@@ -1202,7 +1231,7 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
         # Only the process is throttled and this queue barely works: it is not the queue
         # whose worker count is in question. Its busier siblings carry the verdict.
         ctx.notes["contention"] = (
-            f"the process is throttled ({'; '.join(reasons)}), but this queue is only "
+            f"the process is throttled ({'; '.join(reasons.values())}), but this queue is only "
             f"{100 * busy_q / c_q:.0f} % busy")
         return None
     # The API ceiling: QPS ÷ API calls per reconcile, shared by the process's controllers.
@@ -1238,7 +1267,7 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
     evidence["binding_limit"] = binding
     summary = (
         f"Adding workers will not help: {BINDING_LIMITS[binding]} binds. "
-        + "; ".join(reasons) + "."
+        + "; ".join(reasons.values()) + "."
         + (f" Ceiling ≈ {ceiling:.3g} reconciles/s ({basis})." if ceiling is not None else "")
     )
     return _verdict(
@@ -1288,18 +1317,18 @@ _CONTENTION_STEPS: Mapping[str, list[str]] = MappingProxyType({
 })
 
 
-def _binding_limit(reasons: Sequence[str], evidence: Mapping[str, Any], c: int | None) -> str:
-    """Which limit the contention reasons point at, most specific first; a coherency peak
-    only from a USL fit that was accepted as a reason (R² and efficiency thresholds)."""
-    text = " ".join(reasons)
-    if "rate limiter" in text:
+def _binding_limit(reasons: Mapping[str, str], evidence: Mapping[str, Any], c: int | None
+                   ) -> str:
+    """Which limit the contention reasons (by code) point at, most specific first; a
+    coherency peak only from a USL fit that was itself a reason."""
+    if "limiter" in reasons:
         return "client_limiter"
-    if "(429)" in text:
+    if "api_429" in reasons:
         return "api_server"
-    if "(409)" in text:
+    if "api_409" in reasons:
         return "write_conflicts"
     peak = evidence.get("usl_peak_workers")
-    if "USL" in text and isinstance(peak, float) and c is not None and 1 <= peak <= c:
+    if "usl" in reasons and isinstance(peak, float) and c is not None and 1 <= peak <= c:
         return "coherency"
     return "shared_resource"
 
@@ -1309,18 +1338,16 @@ def _duration_rise(ctx: _Ctx) -> tuple[float, float, float, float, float, float]
     ln duration on ln throughput by least squares — its t statistic, and the mean throughput
     and duration of the quietest and the busiest fifth of the points); a reason it cannot be
     told; or None without a history."""
-    p = _pairs(ctx.h, "throughput_per_s", "service_mean_s")
-    if ctx.h is None:
+    h = ctx.h
+    if h is None:
         return None
-    if p is None:
-        return "no range points with throughput and work duration"
-    ok = p[1] > 0
-    x, svc = p[1][ok], p[2][ok]
-    if x.size < max(ctx.th.min_history_points, 10):
-        return (f"only {x.size} range points with throughput and work duration: too few to "
-                "tell a shared resource from independent passes")
-    ok = svc > 0
+    x, svc = h.throughput_per_s, h.service_mean_s
+    ok = _steady_points(ctx) & np.isfinite(x) & np.isfinite(svc) & (x > 0) & (svc > 0)
     x, svc = x[ok], svc[ok]
+    if x.size < max(ctx.th.min_history_points, 10):
+        return (f"only {x.size} range points with throughput and work duration (without "
+                "failures or re-adds): too few to tell a shared resource from independent "
+                "passes")
     order = np.argsort(x, kind="stable")
     k = max(2, x.size // 5)
     lo, hi = order[:k], order[-k:]
@@ -1392,8 +1419,11 @@ def _hot_key(ctx: _Ctx, contention: Verdict | None) -> Verdict | None:
     tiny = 1e-9
     depth_x = depth / max(lq_pred, tiny) if depth is not None else None
     wait_x = wait / max(wq_pred, tiny) if wait is not None else None
-    depth_min = th.hot_depth_idle_min if dwi is not None else th.hot_depth_min
-    by_depth = depth is not None and depth >= depth_min and (depth_x or 0) >= th.hot_excess
+    # With the paired signal M/M/c is only context: it predicts no depth at all at an instant
+    # with a worker free, so the threshold alone decides; the averaged form needs the excess.
+    by_depth = depth is not None and (
+        depth >= th.hot_depth_idle_min if dwi is not None
+        else depth >= th.hot_depth_min and (depth_x or 0) >= th.hot_excess)
     by_wait = (dwi is None and wait is not None and wait >= th.hot_wait_min_s
                and (wait_x or 0) >= th.hot_excess)
     if not (by_depth or by_wait):
@@ -1411,11 +1441,11 @@ def _hot_key(ctx: _Ctx, contention: Verdict | None) -> Verdict | None:
     if calls:
         conflicts = (_num((s.api_calls_by_class_per_s or {}).get("409")) or 0.0) / calls
     summary = (
-        (f"Keys wait while workers are idle: depth {depth:.2g} on average at the scrapes "
-         f"with a worker free (M/M/c at {100 * rho:.0f} % gives {lq_pred:.2g}); client-go "
-         "hands a queued key to a free worker at once, so these keys wait behind their own "
-         "pass. One key is being processed serially; more workers cannot help." if dwi is not None
-         else "")
+        (f"Keys wait while workers are free: depth × [a worker idle], paired at each instant "
+         f"and averaged, is {depth:.2g} (utilization {100 * rho:.0f} %). client-go hands a "
+         "queued key to a free worker at once, so with a worker free only a key dirty behind "
+         "its own pass can wait. One key is being processed serially; more workers cannot "
+         "help." if dwi is not None else "")
         or f"Items wait with {idle:.1f} of {c} workers idle (utilization {100 * rho:.0f} %): "
         + (f"mean depth {depth:.2g} vs {lq_pred:.2g} predicted" if depth is not None else "")
         + (", " if depth is not None and wait is not None else "")

@@ -60,9 +60,9 @@ def test_selector_goes_into_every_query() -> None:
     profile = Profile(selector=parse_selector('{namespace="x", job="y"}'))
     for sq in profile.queries(300):
         assert sq.promql.count('namespace="x", job="y"') >= 1, sq.signal
-        # a 300 s range, or the idle-depth subquery (at least 10 minutes, every 30 s)
+        # a 300 s range, or the idle-depth subquery (at least 20 minutes, every 15 s)
         assert "[300s]" in sq.promql or (sq.signal == "depth_while_idle"
-                                         and "[600s:30s]" in sq.promql), sq.signal
+                                         and "[1200s:15s]" in sq.promql), sq.signal
     gauges = {sq.signal: sq.promql for sq in profile.queries(300)}
     assert "rate(" not in gauges["unfinished_work_growth"]
     assert "deriv(" in gauges[ "unfinished_work_growth"]

@@ -92,8 +92,11 @@ def test_range_windows_fit_the_slowest_queue_and_gaps_are_per_queue(
 ) -> None:
     rng = _source(mixed_prometheus.url).range(START + 3600, START + 7200, 60)
     t = rng.t
-    slow = rng.matrix("arrival_rate_per_s")[rng.index("slow") or 0]
-    fast = rng.matrix("arrival_rate_per_s")[rng.index("fast") or 0]
+    i_slow, i_fast = rng.index("slow"), rng.index("fast")
+    assert i_slow is not None
+    assert i_fast is not None
+    slow = rng.matrix("arrival_rate_per_s")[i_slow]
+    fast = rng.matrix("arrival_rate_per_s")[i_fast]
     # the window is max(60 + 30, 4 × 30) = 120 s: every point of both queues has a rate
     # except where the slow queue's window falls in its gap
     in_gap = (t - 120 < GAP_TO) & (t > GAP_FROM)
@@ -103,15 +106,15 @@ def test_range_windows_fit_the_slowest_queue_and_gaps_are_per_queue(
 
 
 def test_learnt_interval_snaps_to_the_usual_ones() -> None:
-    hour = 3600.0
-    assert learnt_scrape_interval_s(240, hour) == 15.0
-    assert learnt_scrape_interval_s(220, hour) == 15.0  # 15 s with a 5 m gap is 16.4 s
-    assert learnt_scrape_interval_s(120, hour) == 30.0
-    assert learnt_scrape_interval_s(110, hour) == 30.0
-    assert learnt_scrape_interval_s(60, hour) == 60.0
-    assert learnt_scrape_interval_s(1, hour) is None
-    assert learnt_scrape_interval_s(None, hour) is None
-    assert learnt_scrape_interval_s(2, hour) == 300.0  # sparse: capped, not 30 minutes
+    assert learnt_scrape_interval_s(40) == 15.0  # 10 minutes at 15 s
+    assert learnt_scrape_interval_s(39) == 15.0  # one scrape missed: 15.4 s is 15 s
+    assert learnt_scrape_interval_s(20) == 30.0
+    assert learnt_scrape_interval_s(19) == 30.0
+    assert learnt_scrape_interval_s(10) == 60.0
+    assert learnt_scrape_interval_s(1) is None
+    assert learnt_scrape_interval_s(None) is None
+    assert learnt_scrape_interval_s(2) == 300.0  # sparse: capped at the largest listed
+    assert learnt_scrape_interval_s(240, 3600.0) == 15.0
 
 
 def test_gap_fixture_removes_only_the_slow_queue_in_the_gap(tmp_path: Path) -> None:

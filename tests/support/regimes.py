@@ -37,6 +37,13 @@ class Regime:
     never: frozenset[str]
     label: str = field(default="")
     """What the right answer is, in words."""
+    binding: str | None = None
+    """For a contention regime: the ``binding_limit`` the verdict must name."""
+    undecidable: frozenset[str] = frozenset()
+    """Load shapes under which the metrics cannot reliably tell this regime from its
+    look-alike: there, instead of the expected verdict, the advice may say so — every verdict
+    then states that a shared resource could not be ruled out (``caveats`` of add_workers,
+    ``rules_not_evaluated`` of healthy)."""
 
 
 REGIMES: tuple[Regime, ...] = (
@@ -51,7 +58,7 @@ REGIMES: tuple[Regime, ...] = (
         "(ceiling 1/0.06 s ≈ 16.7/s)",
         14.0, {"workers": 4, "lock_fraction": 0.6},
         frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
-        "contention (the lock)"),
+        "contention (the lock)", "shared_resource", frozenset({"constant"})),
     Regime(
         "retrograde", "c=12, coherency σ=0.05, κ=0.02 (USL peak at N*≈6.9)",
         26.0, {"workers": 12, "coherence": (0.05, 0.02)},
@@ -63,11 +70,17 @@ REGIMES: tuple[Regime, ...] = (
         9.0, {"workers": 8, "service_mean_s": 0.05, "api_calls": 2, "api_qps": 20.0,
               "api_burst": 20, "api_latency_s": 0.01},
         frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
-        "contention (the API client limiter)"),
+        "contention (the API client limiter)", "client_limiter"),
     Regime(
         "hot_key", "c=8, 80 % of notifications on one key (it needs 12 passes/s, "
         "serial at 10/s)",
         15.0, {"workers": 8, "hot_key_share": 0.8, "keys": 1000},
+        frozenset({"hot_key"}), frozenset({"add_workers", "contention"}),
+        "hot key"),
+    Regime(
+        "hot_key_busy", "c=4, 60 % of notifications on one key (12 passes/s needed, 10/s "
+        "serial) in a queue 45 % busy",
+        20.0, {"workers": 4, "hot_key_share": 0.6, "keys": 1000},
         frozenset({"hot_key"}), frozenset({"add_workers", "contention"}),
         "hot key"),
     Regime(
