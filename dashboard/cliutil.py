@@ -9,7 +9,7 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 
 from collectors import timeparse
@@ -231,6 +231,8 @@ def check_output_path(path: str, flag: str) -> None:
         raise CliError(f"cannot write {path}: {exc.strerror}") from None
     if st is not None and stat.S_ISLNK(st.st_mode):
         raise CliError(f"{flag} {path}: is a symbolic link; refusing to replace it.")
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise CliError(f"{flag} {path}: is a directory; give a file name.")
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise CliError(f"{flag} {path}: is not a regular file.")
     directory = os.path.dirname(os.path.abspath(path))
@@ -243,6 +245,12 @@ def write_text_atomically(path: str, text: str, flag: str = "-o") -> None:
     so a failed run never leaves a half-written file or replaces a good one. The target is
     checked by :func:`check_output_path`; the file is created with mode 0666 less the umask,
     as any file the user's shell would create."""
+    write_atomically(path, lambda fh: fh.write(text), flag)
+
+
+def write_atomically(path: str, write: Callable[[TextIO], object], flag: str = "-o") -> None:
+    """:func:`write_text_atomically` for text produced piece by piece: ``write(fh)`` writes
+    it to the temporary file (a large output is never held in memory)."""
     import secrets
 
     check_output_path(path, flag)
@@ -254,7 +262,7 @@ def write_text_atomically(path: str, text: str, flag: str = "-o") -> None:
         raise CliError(f"cannot write {path}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            write(fh)
         os.replace(tmp, path)
     except OSError as exc:
         os.unlink(tmp)

@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 import yaml
 
 from collectors.profile import Profile, SignalQuery, check_metric_name
+from models.advisor import AdvisorThresholds
+
+_STORM = AdvisorThresholds()
 
 GROUP_RECORDING = "queuelens.recording"
 GROUP_ALERTS = "queuelens.alerts"
@@ -52,10 +55,12 @@ class AlertThresholds:
     """Arrivals must exceed throughput by this fraction (rate noise on a balanced queue stays
     well under 2 %), and the depth must be rising, for the backlog alert."""
     backlog_for_s: float = 900.0
-    error_ratio: float = 0.5
-    """Reconcile errors / reconciles: most passes fail."""
-    retries_per_add: float = 0.5
-    """Delayed re-adds / adds: retries make up at least half of the arrivals."""
+    error_ratio: float = _STORM.error_share_storm
+    """Reconcile errors / reconciles: the advisor's ``error_share_storm`` (one definition of a
+    retry storm for ``advise`` and the alerts)."""
+    retries_per_add: float = _STORM.error_share_storm
+    """Delayed re-adds / adds: each failed pass is one re-add, so with a share f of passes
+    failing about f of the adds are re-adds — the same ``error_share_storm``."""
     retry_storm_for_s: float = 600.0
     stuck_growth: float = 0.5
     """deriv(workqueue_unfinished_work_seconds) in s/s ≈ in-flight items that never complete."""

@@ -343,6 +343,11 @@ def simulate(
         raise ModelInputError("too many rate bins (over 1,000,000); use a larger bin width.")
     if schedule is not None and len(schedule.changes()) > 100_000:
         raise ModelInputError("the workers schedule changes more than 100,000 workers.")
+    if scrape_interval_s is not None and lam * T > 1e7:
+        raise ModelInputError(
+            f"about {lam * T:.3g} raw events requested; with scraped metrics the simulator "
+            "keeps a log of every add, Get, Done and API call (about 100 bytes per pass), so "
+            "its limit is 1e7 per run.")
     if lam * T > 5e8:
         raise ModelInputError(
             f"about {lam * T:.3g} raw events requested; the simulator's limit is 5e8 per run."

@@ -13,14 +13,13 @@ otherwise, nothing by default.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from typing import Any
 
 from dashboard.cliutil import (
-    CliError,
     ProgressBar,
+    check_output_path,
     parse_duration,
     parse_time,
     write_text_atomically,
@@ -64,8 +63,8 @@ def handle(args: argparse.Namespace) -> int:
     from collectors.connect import source_from_args
     from dashboard.report import build_report, render
 
-    if args.output != "-" and os.path.isdir(args.output):
-        raise CliError(f"-o {args.output}: is a directory; give a file name")
+    if args.output != "-":
+        check_output_path(args.output, "-o")  # before the work, not after it
     tty = sys.stderr.isatty()
     bar = ProgressBar(sys.stderr, tty) if (tty or args.verbose) else None
     source = source_from_args(args)

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from dashboard.cliutil import CliError, parse_duration, write_text_atomically
+from dashboard.cliutil import CliError, check_output_path, parse_duration, write_text_atomically
 
 DEFAULT_WINDOW_S = 300.0
 
@@ -54,6 +54,8 @@ def handle(args: argparse.Namespace) -> int:
 
     if args.window < 1:
         raise CliError(f"--window must be at least 1s, got {args.window:g}s.")
+    if args.output:
+        check_output_path(args.output, "-o")
     profile = load_config(args.config).profile
     groups = build_rule_groups(profile, args.window)
     if not any(q.signal == "utilization" for q in profile.derived_queries(args.window)):

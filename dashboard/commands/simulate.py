@@ -23,7 +23,7 @@ from dashboard.cliutil import (
     parse_time,
     positive_float,
     positive_int,
-    write_text_atomically,
+    write_atomically,
 )
 
 COLUMNS = ("metric", "value")
@@ -78,18 +78,20 @@ def _duration(text: str) -> float:
     return parse_duration(text)
 
 
-def _non_negative_duration(text: str) -> float:
-    """A duration as :func:`parse_duration`, or zero ('0', '0s', '0ms')."""
-    if _ZERO_DURATION.fullmatch(text.strip()):
-        return 0.0
-    return parse_duration(text)
-
-
 def _schedule_time(text: str) -> float:
-    """A schedule step's time for :mod:`models.load`: a duration or zero; ValueError else."""
+    """A duration or zero ('0', '0s', '0ms'): a schedule step's time for :mod:`models.load`
+    (ValueError on bad input, as it expects)."""
     if _ZERO_DURATION.fullmatch(text.strip()):
         return 0.0
     return timeparse.parse_duration(text)
+
+
+def _non_negative_duration(text: str) -> float:
+    """:func:`_schedule_time` for argparse (a flag's error, not a ValueError)."""
+    try:
+        return _schedule_time(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _non_negative_int(text: str) -> int:
@@ -299,14 +301,14 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def _emit_openmetrics(args: argparse.Namespace, metrics: Any) -> dict[str, Any]:
-    from collectors.openmetrics import render_families, simulated_families
+    from collectors.openmetrics import simulated_families, write_families
 
     queue = args.queue_name or DEFAULT_QUEUE_NAME
     pod = args.pod or DEFAULT_POD
     start = DEFAULT_START_UNIX if args.start is None else args.start
     families = simulated_families([(queue, pod, metrics)], start)
-    write_text_atomically(args.emit_openmetrics, render_families(families),
-                          "--emit-openmetrics")
+    write_atomically(args.emit_openmetrics, lambda fh: write_families(fh, families),
+                     "--emit-openmetrics")
     scrapes = len(metrics.t_s)
     series = sum(len(f.series) for f in families)
     last = float(metrics.t_s[-1])
