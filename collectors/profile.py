@@ -346,8 +346,9 @@ class Profile:
     worker_groups: tuple[tuple[QueueGroup, float], ...] = ()
     external_effects: tuple[ExternalEffects, ...] = ()
     scrape_interval_s: float | None = None
-    """If set, rate windows with fewer samples than expected are flagged as gaps; if not,
-    each queue's sample count is compared with the best-covered queue."""
+    """If set, a window holds window ÷ this many samples and rate windows are sized from it;
+    if not, each queue's interval is learnt from its own samples
+    (:func:`learnt_scrape_interval_s`)."""
 
     @property
     def has_controller_metrics(self) -> bool:

@@ -487,31 +487,6 @@ def threshold_table(thresholds: AdvisorThresholds | None = None) -> list[dict[st
     ]
 
 
-RULES: tuple[tuple[str, str, str], ...] = (
-    ("stuck_workers", "unfinished_work_growth, longest_running_s (+ its trend)",
-     "stuck_growth_min, stuck_longest_min_s, stuck_longest_vs_p99, stuck_slope_min"),
-    ("retry_storm", "errors / reconciles, retries / adds, persistence over the range",
-     "error_share_storm, retry_share_storm, persist_fraction"),
-    ("backlog_growing", "λ / (c·μ), fluid growth λ − c·μ", "overload_ratio"),
-    ("contention", "USL fit (busy workers → throughput), work-duration inflation, 429/409 "
-     "share, client limiter time", "usl_efficiency_max, usl_r2_min, inflation_*, share_429_min, "
-     "share_409_min, corr_409_min, limiter_share_min, contention_util_min"),
-    ("add_workers", "offered ρ at the design demand, wait vs SLO (what-if sweep)",
-     "util_high, util_target, slo_quantile, design_quantile"),
-    ("hot_key", "depth or wait vs the M/M/c prediction, idle workers",
-     "hot_depth_min, hot_idle_min, hot_excess, hot_wait_min_s, hot_util_max"),
-    ("requeue_misuse", "retries without errors, requeue_after / requeue share",
-     "planned_requeue_share, requeue_share, error_share_quiet"),
-    ("long_passes", "work p99 / p50, confirmed by the exact mean / p50",
-     "long_ratio, long_mean_over_p50, long_p99_min_s"),
-    ("over_provisioned", "offered ρ at the design demand, smallest c meeting the SLO",
-     "util_low_peak, util_target, min_workers"),
-    ("insufficient_data", "arrival rate, service time, worker count present", "—"),
-    ("healthy", "none of the above", "—"),
-)
-"""(kind, signal, thresholds) for the README verdict table."""
-
-
 # --------------------------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------------------------
