@@ -1,7 +1,7 @@
 """The regime matrix on seeds the advisor's thresholds were never looked at with.
 
 The CI test (``tests/cli/test_advise_regimes.py``) runs seeds 1 and 2; thresholds were set
-while looking at those. This runs the same 9 regimes × 3 load shapes × 2 scrape intervals on
+while looking at those. This runs the same 10 regimes × 3 load shapes × 2 scrape intervals on
 other seeds (default 3–6), through a real Prometheus, and prints per regime and load shape
 how many cases got a right verdict and no forbidden one, with the verdicts of every miss, and
 the time of each stage.
