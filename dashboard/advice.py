@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,9 @@ from models.advisor import (
     Verdict,
     advise_many,
     histories_from_table,
+    sizing_inputs,
 )
+from models.whatif import WhatIfInputs, WhatIfResult, whatif_sweep
 
 RANGE_POINTS = 120
 """Points per queue the range read asks for (step = range / 120, at least MIN_STEP_S)."""
@@ -188,6 +190,65 @@ def process_totals(
     }
 
 
+@dataclass(frozen=True)
+class QueueWhatIf:
+    """The what-if of one measured queue: the advisor's verdicts and the sweep it sized with,
+    from one snapshot and one range read."""
+
+    advice: FleetAdvice
+    queue: QueueSnapshot
+    inputs: WhatIfInputs | None
+    """The advisor's sizing inputs (:func:`models.advisor.sizing_inputs`), the worker range
+    replaced by the one asked for; None when λ, the work time or c was not measured."""
+    result: WhatIfResult | None
+
+
+def queue_whatif(
+    source: Source,
+    at: float,
+    window_s: float,
+    range_s: float | None,
+    slo_wait_s: float,
+    queue: str,
+    *,
+    keys: int | None = None,
+    workers: tuple[int, int] | None = None,
+    thresholds: AdvisorThresholds | None = None,
+) -> QueueWhatIf:
+    """:func:`advise_fleet` for ``queue`` plus the what-if sweep over ``workers`` (default:
+    the advisor's own range) with the inputs the advisor sized the queue with."""
+    snap, rng = _read(source, at, window_s, range_s, queue)
+    advice = advise_data(snap, rng, range_s=range_s, slo_wait_s=slo_wait_s, queue=queue,
+                         thresholds=thresholds, keys={queue: keys} if keys else None)
+    measured = next(q for q in snap.queues if q.queue == queue)
+    history = histories_from_range(rng, [queue]).get(queue) if rng is not None else None
+    inputs = sizing_inputs(measured, history, slo_wait_s=slo_wait_s, thresholds=thresholds,
+                           keys=keys)
+    result = None
+    if inputs is not None:
+        if workers is not None:
+            inputs = replace(inputs, workers_min=workers[0], workers_max=workers[1])
+        result = whatif_sweep(inputs)
+    return QueueWhatIf(advice, measured, inputs, result)
+
+
+def _read(source: Source, at: float, window_s: float, range_s: float | None,
+          queue: str | None) -> tuple[Snapshot, RangeData | None]:
+    """The snapshot and the advisor's range read (:data:`HISTORY_SIGNALS`) of one advice."""
+    for name, val in (("time", at), ("window", window_s)):
+        if not math.isfinite(val):
+            raise ConfigError(f"The {name} must be a finite number, got {val!r}.")
+    if range_s is not None and not (math.isfinite(range_s) and range_s > 0):
+        raise ConfigError(f"The range must be a positive duration, got {range_s!r}.")
+    snap = source.snapshot(at, window_s)
+    rng: RangeData | None = None
+    if range_s is not None and (queue is None or any(q.queue == queue for q in snap.queues)):
+        step = max(range_s / RANGE_POINTS, MIN_STEP_S)
+        rng = source.range(at - range_s, at, step, [queue] if queue is not None else None,
+                           HISTORY_SIGNALS)
+    return snap, rng
+
+
 def advise_fleet(
     source: Source,
     at: float,
@@ -201,17 +262,7 @@ def advise_fleet(
 ) -> FleetAdvice:
     """Verdicts for every queue (or the one named): one ``snapshot`` and, when ``range_s`` is
     given, one ``range`` call over ``[at − range_s, at]`` for all the queues."""
-    for name, val in (("time", at), ("window", window_s)):
-        if not math.isfinite(val):
-            raise ConfigError(f"The {name} must be a finite number, got {val!r}.")
-    if range_s is not None and not (math.isfinite(range_s) and range_s > 0):
-        raise ConfigError(f"The range must be a positive duration, got {range_s!r}.")
-    snap = source.snapshot(at, window_s)
-    rng: RangeData | None = None
-    if range_s is not None and (queue is None or any(q.queue == queue for q in snap.queues)):
-        step = max(range_s / RANGE_POINTS, MIN_STEP_S)
-        rng = source.range(at - range_s, at, step, [queue] if queue is not None else None,
-                           HISTORY_SIGNALS)
+    snap, rng = _read(source, at, window_s, range_s, queue)
     return advise_data(snap, rng, range_s=range_s, slo_wait_s=slo_wait_s, queue=queue,
                        thresholds=thresholds, keys=keys)
 

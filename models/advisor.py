@@ -710,6 +710,27 @@ def advise(
     return _run(ctx, process, client_qps)
 
 
+def sizing_inputs(
+    signals: QueueSignals,
+    history: QueueHistory | None = None,
+    *,
+    slo_wait_s: float = 1.0,
+    thresholds: AdvisorThresholds | None = None,
+    keys: int | None = None,
+) -> WhatIfInputs | None:
+    """The what-if inputs the advisor sizes this queue with — λ at the design demand (the
+    larger of λ now and the ``design_quantile`` of λ over the history), the measured mean work
+    time, the key count when known (finite-key model), the SLO and its quantile, c from 1 to
+    max(2c, target + 2, ⌈λ·E[S]⌉ + 8, 16) — so that a what-if of a measured queue sweeps
+    exactly what :func:`advise` sized; None when λ, the work time or c was not measured."""
+    th = thresholds or AdvisorThresholds()
+    _check_options(slo_wait_s, None, keys)
+    ctx = _context(signals, history, th, slo_wait_s, keys)
+    if ctx.lam is None or ctx.svc is None or ctx.c is None:
+        return None
+    return _sizing_inputs(ctx, ctx.lam_design if ctx.lam_design is not None else ctx.lam)
+
+
 @dataclass(frozen=True)
 class AdviceRequest:
     """One queue for :func:`advise_many`: the arguments :func:`advise` takes per queue."""

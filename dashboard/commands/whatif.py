@@ -1,4 +1,15 @@
-"""`queuelens whatif`: capacity what-if for one work queue over a range of worker counts."""
+"""`queuelens whatif`: capacity what-if for one work queue over a range of worker counts.
+
+Two forms:
+
+* offline — ``--arrival-rate L --service-mean S [...]``: the models on typed inputs;
+* live — ``--queue NAME`` with ``--demo`` or ``--prometheus URL`` (``--at``, ``--window``,
+  ``--range``, ``--keys``, ``--slo``): the inputs the advisor sizes that queue with, measured
+  (λ at the design demand, the mean work time, the worker count; see
+  :func:`models.advisor.sizing_inputs`), from the same one snapshot and one range read as
+  ``advise``; ``recommendation.workers`` is what ``advise`` recommends for the queue, with
+  its reason and, for contention, the binding limit.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +25,7 @@ from dashboard.cliutil import (
     non_negative_float,
     parse_duration,
     parse_int_range,
+    parse_time,
     positive_float,
     positive_int,
 )
@@ -32,6 +44,8 @@ COLUMNS = (
 
 
 def register(subparsers: Any) -> None:
+    from collectors.connect import add_source_arguments
+
     parser = subparsers.add_parser(
         "whatif",
         help="capacity what-if: waits and utilization for each worker count",
@@ -40,23 +54,35 @@ def register(subparsers: Any) -> None:
             "P(wait), mean and p95 wait, P(wait > SLO), throughput, and the smallest worker "
             "count meeting the SLO. Uses M/M/c (Erlang C); G/G/c (Allen–Cunneen) when a cv² "
             "is not 1; the finite-key model M/M/c//K with --keys; USL contention with "
-            "--sigma/--kappa. Results are conditional on those models' assumptions."
+            "--sigma/--kappa. Results are conditional on those models' assumptions. With "
+            "--queue NAME (and --demo or --prometheus URL) the inputs are measured: the ones "
+            "`advise` sizes that queue with, and the recommendation is `advise`'s."
         ),
     )
     parser.add_argument(
         "--arrival-rate",
         type=non_negative_float,
-        required=True,
+        default=None,
         metavar="L",
-        help="arrival rate λ of distinct ready keys, per second",
+        help="arrival rate λ of distinct ready keys, per second (offline form)",
     )
     parser.add_argument(
         "--service-mean",
         type=positive_float,
-        required=True,
+        default=None,
         metavar="S",
-        help="mean reconcile (service) time per item, seconds",
+        help="mean reconcile (service) time per item, seconds (offline form)",
     )
+    live = parser.add_argument_group("live form (measured inputs)")
+    live.add_argument("--queue", metavar="NAME", default=None,
+                      help="the measured queue: its inputs come from the source")
+    live.add_argument("--at", type=parse_time, default=None, metavar="TIME",
+                      help="evaluation time: unix seconds or RFC 3339 (default: now)")
+    live.add_argument("--window", type=parse_duration, default=300.0, metavar="DURATION",
+                      help="rate window of the snapshot (default 5m, as advise)")
+    live.add_argument("--range", dest="range_s", type=parse_duration, default=7200.0,
+                      metavar="DURATION", help="history read (default 2h, as advise)")
+    add_source_arguments(parser)
     parser.add_argument(
         "--service-cv2",
         type=non_negative_float,
@@ -96,16 +122,18 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--workers",
         type=parse_int_range,
-        default=(1, 16),
+        default=None,
         metavar="A-B",
-        help="worker counts to evaluate, e.g. 1-16 (default) or 8",
+        help="worker counts to evaluate, e.g. 1-16 (offline default) or 8; live: the "
+        "advisor's own range unless given",
     )
     parser.add_argument(
         "--slo",
         type=parse_duration,
         default=None,
         metavar="SECONDS",
-        help="wait SLO (seconds, or e.g. 250ms); met when P(wait > SLO) ≤ 1 − q",
+        help="wait SLO (seconds, or e.g. 250ms); met when P(wait > SLO) ≤ 1 − q "
+        "(live default 1s, as advise)",
     )
     parser.add_argument(
         "--slo-quantile",
@@ -119,13 +147,18 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.queue is not None:
+        return _live(args)
     from models.whatif import WhatIfInputs, whatif_sweep
 
+    if args.arrival_rate is None or args.service_mean is None:
+        raise CliError("give --arrival-rate and --service-mean, or --queue NAME for a "
+                       "measured queue.")
     if (args.sigma is None) != (args.kappa is None):
         raise CliError("--sigma and --kappa go together: give both or neither")
     if not 0.0 < args.slo_quantile < 1.0:
         raise CliError(f"--slo-quantile must be between 0 and 1, got {args.slo_quantile!r}")
-    low, high = args.workers
+    low, high = args.workers or (1, 16)
     inputs = WhatIfInputs(
         arrival_rate_per_s=args.arrival_rate,
         service_mean_s=args.service_mean,
@@ -153,5 +186,77 @@ def handle(args: argparse.Namespace) -> int:
         f"E[S]={inputs.service_mean_s:g}s  (waits are conditional on the model's assumptions)"
     )
     footer = f"recommendation: {rec.workers if rec.workers is not None else 'none'} — {rec.reason}"
+    emit(args.format, payload, rows, COLUMNS, header=header, footer=footer)
+    return 0
+
+
+_LIVE_SIGNALS = ("arrival_rate_per_s", "throughput_per_s", "busy_workers", "workers")
+"""Measured inputs reported with their PromQL (the service time is busy / throughput)."""
+
+
+def _live(args: argparse.Namespace) -> int:
+    """The what-if of a measured queue (see the module docstring)."""
+    import time
+
+    from collectors.connect import source_from_args
+    from dashboard.advice import queue_whatif, recommended_workers
+
+    for flag, value in (("--arrival-rate", args.arrival_rate),
+                        ("--service-mean", args.service_mean), ("--sigma", args.sigma),
+                        ("--kappa", args.kappa)):
+        if value is not None:
+            raise CliError(f"{flag} is for the offline form; with --queue the inputs are "
+                           "measured.")
+    if args.service_cv2 != 1.0 or args.arrival_cv2 != 1.0:
+        raise CliError("--service-cv2/--arrival-cv2 are for the offline form.")
+    slo = 1.0 if args.slo is None else args.slo
+    source = source_from_args(args)
+    at = time.time() if args.at is None else args.at
+    try:
+        plan = queue_whatif(source, at, args.window, args.range_s, slo, args.queue,
+                            keys=args.keys, workers=args.workers)
+    finally:
+        close = getattr(source, "close", None)
+        if callable(close):
+            close()
+    verdicts = plan.advice.queues[0].verdicts
+    found = recommended_workers(verdicts)
+    contention = next((v for v in verdicts if v.kind == "contention"), None)
+    first = found[1] if found is not None else verdicts[0]
+    recommendation = {
+        "workers": found[0] if found is not None else None,
+        "reason": f"{first.kind}: {first.summary}",
+        "binding_limit": (contention.evidence.get("binding_limit")
+                          if contention is not None else None),
+        "verdicts": [v.kind for v in verdicts],
+    }
+    profile = getattr(source, "profile", None)
+    promql = ({sq.signal: sq.promql for sq in profile.queries(args.window)}
+              if profile is not None else {})
+    q = plan.queue
+    measured = {name: {"value": getattr(q, name), "promql": promql.get(name)}
+                for name in _LIVE_SIGNALS}
+    measured["service_mean_s"] = {"value": q.service_mean_s,
+                                  "promql": "busy_workers / throughput_per_s"}
+    inputs: dict[str, Any] = {
+        "queue": args.queue, "source": plan.advice.source, "at": plan.advice.at,
+        "window_s": args.window, "range_s": args.range_s, "slo_wait_s": slo,
+        "measured": measured,
+        "sized_with": jsonable(plan.inputs) if plan.inputs is not None else None,
+    }
+    result = plan.result
+    rows = ([{c: getattr(r, c) for c in COLUMNS} for r in result.rows]
+            if result is not None else [])
+    payload = {"inputs": inputs, "model": result.model if result is not None else None,
+               "rows": rows, "recommendation": recommendation,
+               "warnings": list(plan.advice.warnings)}
+    sized = plan.inputs
+    header = (f"queue: {args.queue}   source: {plan.advice.source}   "
+              + (f"λ (design) = {sized.arrival_rate_per_s:.4g}/s  E[S] = "
+                 f"{sized.service_mean_s:.4g} s  model: {result.model if result else '—'}"
+                 if sized is not None else "not enough data to size this queue"))
+    rec = recommendation["workers"]
+    footer = (f"recommendation (as advise): {rec if rec is not None else 'no worker count'} "
+              f"— {recommendation['reason']}")
     emit(args.format, payload, rows, COLUMNS, header=header, footer=footer)
     return 0
