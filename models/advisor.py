@@ -1504,19 +1504,18 @@ def _mmc(lam: float, svc: float, c: int) -> tuple[float, float]:
 
 
 def _sizing_inputs(ctx: _Ctx, lam: float) -> WhatIfInputs:
-    """The sweep :func:`_sizing` runs at λ: c = 1 .. max(2c, target + 2, ⌈λ·E[S]⌉ + 8, 16)."""
+    """The sweep :func:`_sizing` runs at λ: c = 1 .. max(2c, ⌈λ·E[S] / util_target⌉ + 2,
+    ⌈λ·E[S]⌉ + 8, 16), with the SLO and the utilization target of the recommendation."""
     _, svc, c = _core(ctx)
     load = lam * svc
-    hi = max(2 * c, _for_target(ctx, load) + 2, math.ceil(load) + 8, 16)
+    for_target = max(1, math.ceil(load / ctx.th.util_target - 1e-9))
+    hi = max(2 * c, for_target + 2, math.ceil(load) + 8, 16)
     return WhatIfInputs(
         arrival_rate_per_s=lam, service_mean_s=svc, keys=ctx.keys,
         workers_min=1, workers_max=min(max(hi, 2), MAX_WORKERS),
         slo_wait_s=ctx.slo_s, slo_quantile=ctx.th.slo_quantile,
+        utilization_target=ctx.th.util_target,
     )
-
-
-def _for_target(ctx: _Ctx, load: float) -> int:
-    return max(1, math.ceil(load / ctx.th.util_target - 1e-9))
 
 
 def _sweep(ctx: _Ctx, lam: float) -> WhatIfTable:
@@ -1527,16 +1526,14 @@ def _sweep(ctx: _Ctx, lam: float) -> WhatIfTable:
 
 
 def _sizing(ctx: _Ctx, lam: float) -> tuple[int | None, int | None, WhatIfTable]:
-    """(smallest c meeting the SLO at λ, recommended c with the utilization target, sweep)."""
-    _, svc, _ = _core(ctx)
-    for_target = _for_target(ctx, lam * svc)
+    """(smallest c meeting the SLO at λ, recommended c, sweep): the sweep's one worker-count
+    rule — the SLO, and utilization ≤ ``util_target`` (:meth:`WhatIfTable.design_workers`)."""
     res = _sweep(ctx, lam)
     meets = np.flatnonzero(res.meets_slo(ctx.th.slo_quantile))
     if meets.size == 0:
         return None, None, res
     slo_c = int(res.workers[meets[0]])
-    rec = max(slo_c, for_target)
-    return slo_c, min(rec, int(res.workers[-1])), res
+    return slo_c, max(slo_c, res.design_workers() or slo_c), res
 
 
 def _row_evidence(row: WhatIfRow | None, prefix: str) -> dict[str, Any]:
@@ -1673,11 +1670,11 @@ def _over_provisioned(ctx: _Ctx) -> Verdict | None:
     observed = _num(ctx.s.queue_wait_p95_s)
     if observed is not None and observed > ctx.slo_s:
         return None
-    slo_c, _, res = _sizing(ctx, lam_d)
-    if slo_c is None:
+    slo_c, sized_c, res = _sizing(ctx, lam_d)
+    if slo_c is None or sized_c is None:
         return None
     floor_c = min(int(th.min_workers), c)
-    rec = max(slo_c, math.ceil(lam_d * svc / th.util_target - 1e-9), floor_c)
+    rec = max(sized_c, floor_c)
     if rec >= c:
         return None
     target = res.row(rec)

@@ -61,6 +61,9 @@ class WhatIfInputs:
     slo_wait_s: float | None = None
     slo_quantile: float | None = 0.95
     """Quantile the SLO applies to; None means the SLO applies to the mean wait."""
+    utilization_target: float | None = None
+    """The recommendation also keeps utilization at most this (the advisor's design cap,
+    ``AdvisorThresholds.util_target``); None: the SLO alone decides."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,11 @@ def validate_inputs(inp: WhatIfInputs) -> None:
             )
     if inp.slo_wait_s is not None:
         _finite("wait SLO", inp.slo_wait_s, positive=True)
+    if inp.utilization_target is not None and not (
+        isinstance(inp.utilization_target, int | float) and 0.0 < inp.utilization_target < 1.0
+    ):
+        raise ModelInputError(
+            f"the utilization target must be between 0 and 1, got {inp.utilization_target!r}.")
     if inp.slo_quantile is not None and not (
         isinstance(inp.slo_quantile, int | float) and 0.0 < inp.slo_quantile < 1.0
     ):
@@ -224,6 +232,20 @@ def _recommend(table: WhatIfTable, rows: tuple[WhatIfRow, ...]) -> Recommendatio
             f"unstable at every worker count: λ ≥ c·μ up to c={inputs.workers_max}; "
             "add capacity per worker or reduce the arrival rate.",
         )
+    chosen = _recommend_for_slo(table, stable_rows, span)
+    design = table.design_workers()
+    if chosen.workers is None or design is None or design <= chosen.workers:
+        return chosen
+    target = inputs.utilization_target
+    return Recommendation(
+        design,
+        f"utilization design: ρ ≤ {target:g} at c={design} leaves headroom for bursts and a "
+        f"lost pod (the {chosen.reason.rstrip('.')}: c={chosen.workers}).")
+
+
+def _recommend_for_slo(table: WhatIfTable, stable_rows: list[WhatIfRow], span: str
+                       ) -> Recommendation:
+    inputs = table.inputs
     slo = inputs.slo_wait_s
     if slo is None:
         first = stable_rows[0]
@@ -319,6 +341,16 @@ class WhatIfTable:
             throughput_per_s=float(self.throughput_per_s[i]),
             service_rate_per_worker_per_s=float(self.service_rate_per_worker_per_s[i]),
         )
+
+    def design_workers(self) -> int | None:
+        """The smallest stable worker count with utilization ≤ the inputs'
+        ``utilization_target`` (the top of the range when none reaches it); None without a
+        target or with no stable count."""
+        target = self.inputs.utilization_target
+        if target is None or not self.stable.any():
+            return None
+        ok = np.flatnonzero(self.stable & (self.utilization <= target))
+        return int(self.workers[ok[0]]) if ok.size else int(self.workers[-1])
 
     def meets_slo(self, quantile: float) -> npt.NDArray[np.bool_]:
         """Per worker count: stable and P(wait > SLO) ≤ 1 − quantile (all False without an

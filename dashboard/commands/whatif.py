@@ -43,6 +43,23 @@ COLUMNS = (
 )
 
 
+_DEFAULT_TARGET = 0.7
+"""``AdvisorThresholds.util_target`` (checked by a test; not imported, to keep the CLI's
+start-up light)."""
+
+
+def _target(text: str) -> float | None:
+    if text.strip().lower() == "off":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number or 'off': {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (or 'off'), got {text!r}")
+    return value
+
+
 def register(subparsers: Any) -> None:
     from collectors.connect import add_source_arguments
 
@@ -136,6 +153,14 @@ def register(subparsers: Any) -> None:
         "(live default 1s, as advise)",
     )
     parser.add_argument(
+        "--utilization-target",
+        type=_target,
+        default=_DEFAULT_TARGET,
+        metavar="R",
+        help="the recommendation also keeps utilization ≤ R (default "
+        f"{_DEFAULT_TARGET:g}, the advisor's design cap; 'off': the SLO alone decides)",
+    )
+    parser.add_argument(
         "--slo-quantile",
         type=float,
         default=0.95,
@@ -171,6 +196,7 @@ def handle(args: argparse.Namespace) -> int:
         workers_max=high,
         slo_wait_s=args.slo,
         slo_quantile=args.slo_quantile,
+        utilization_target=args.utilization_target,
     )
     result = whatif_sweep(inputs)
     rows = [{c: getattr(r, c) for c in COLUMNS} for r in result.rows]

@@ -50,12 +50,16 @@ from dashboard.context import AppContext, register_page
 from dashboard.forms import parse_number
 from dashboard.pages.queue import fmt, signal_series
 from dashboard.signals import combine
+from models.advisor import AdvisorThresholds
 from models.contention import UslFit, fit_usl
 from models.errors import ModelInputError
 from models.simulate import simulate
 from models.whatif import WhatIfInputs, WhatIfResult, whatif_sweep
 
 PATH = "/whatif"
+UTILIZATION_TARGET = AdvisorThresholds().util_target
+"""The recommendation's utilization cap: the advisor's, so the page recommends what
+``advise`` does for the same inputs (one worker-count rule)."""
 FIT_RANGE_S = 86400.0
 """History used for the contention fit (24 h)."""
 FIT_STEP_S = 360.0
@@ -194,6 +198,7 @@ def parse_params(
         arrival_rate_per_s=lam * a_mult, service_mean_s=s * s_mult, service_cv2=cs2,
         arrival_cv2=ca2, sigma=sig, kappa=kap, workers_min=max(1, min(lo, hi)),
         workers_max=max(lo, hi, 1), slo_wait_s=slo_s, slo_quantile=SLO_QUANTILES[slo_quantile],
+        utilization_target=UTILIZATION_TARGET,
     )
     return WhatIfParams(inputs, a_mult, s_mult, use_usl)
 

@@ -98,3 +98,22 @@ def test_bad_live_arguments_exit_2(argv: list[str], needle: str,
     assert code == 2
     assert needle in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_offline_default_utilization_target_is_the_advisors() -> None:
+    from dashboard.commands import whatif
+    from models.advisor import AdvisorThresholds
+
+    assert AdvisorThresholds().util_target == whatif._DEFAULT_TARGET
+
+
+def test_offline_whatif_applies_the_utilization_design(capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    # λ·E[S] = 3.8 busy: the SLO (p95 ≤ 1 s) needs 5 workers, ρ ≤ 0.7 needs ⌈3.8/0.7⌉ = 6
+    argv = ["whatif", "--arrival-rate", "15.2", "--service-mean", "0.25", "--slo", "1s",
+            "--format", "json"]
+    design = _json(argv, capsys)["recommendation"]
+    assert design["workers"] == 6
+    assert "utilization design" in design["reason"]
+    slo_only = _json([*argv, "--utilization-target", "off"], capsys)["recommendation"]
+    assert slo_only["workers"] == 5
