@@ -196,8 +196,8 @@ def register(subparsers: Any) -> None:
                            "(C_i workers from time T_i; T0 = 0, C0 the initial count), e.g. "
                            "0:4,5m:8; a worker that leaves finishes its pass first")
     svc = parser.add_argument_group("reconciles")
-    svc.add_argument("--service-mean", type=positive_float, required=True, metavar="S",
-                     help="mean reconcile time, seconds")
+    svc.add_argument("--service-mean", type=_duration, required=True, metavar="S",
+                     help="mean reconcile time, e.g. 0.1 or 100ms (bare number = seconds)")
     svc.add_argument("--service-dist", choices=("exp", "const", "lognormal"), default="exp")
     svc.add_argument("--service-cv", type=non_negative_float, default=1.0, metavar="X",
                      help="coefficient of variation for lognormal service (default 1)")
@@ -234,8 +234,8 @@ def register(subparsers: Any) -> None:
     run = parser.add_argument_group("run")
     run.add_argument("--duration", type=_duration, required=True, metavar="T",
                      help="simulated time, e.g. 600 or 10m (bare number = seconds)")
-    run.add_argument("--warmup", type=non_negative_float, default=0.0, metavar="W",
-                     help="seconds excluded from waits/throughput (default 0)")
+    run.add_argument("--warmup", type=_non_negative_duration, default=0.0, metavar="W",
+                     help="time excluded from waits/throughput, e.g. 60 or 1m (default 0)")
     run.add_argument("--seed", type=int, default=0, metavar="N")
     run.add_argument("--trace", type=int, default=0, metavar="N",
                      help="keep the first N events as a per-event log (JSON: 'trace')")
