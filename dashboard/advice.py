@@ -147,17 +147,19 @@ class FleetAdvice:
             "queues": [
                 {
                     "queue": qa.queue,
-                    "verdicts": [
-                        {"kind": v.kind, "severity": v.severity, "summary": v.summary,
-                         "confidence": v.confidence, "evidence": dict(v.evidence),
-                         "recommendation": dict(v.recommendation)}
-                        for v in qa.verdicts
-                    ],
+                    "verdicts": [verdict_payload(v) for v in qa.verdicts],
                 }
                 for qa in self.queues
             ],
             "warnings": list(self.warnings),
         }
+
+
+def verdict_payload(v: Verdict) -> dict[str, Any]:
+    """A verdict as JSON (``advise``, ``whatif``, the JSON report): every field, SI units."""
+    return {"kind": v.kind, "severity": v.severity, "headline": v.headline,
+            "summary": v.summary, "confidence": v.confidence, "evidence": dict(v.evidence),
+            "recommendation": dict(v.recommendation)}
 
 
 def process_key(q: QueueSnapshot) -> str | None:

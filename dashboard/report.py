@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
+from dashboard.advice import verdict_payload
 from dashboard.cliutil import format_csv, jsonable
 from dashboard.rules import prometheus_duration
 from dashboard.signals import Series, capacity_per_s, combine
@@ -441,12 +442,7 @@ def report_payload(report: Report) -> dict[str, Any]:
                 "queue": q.row.queue,
                 "labels": dict(q.labels),
                 "row": q.row.cells() | {"verdicts": list(q.row.verdicts)},
-                "verdicts": [
-                    {"kind": v.kind, "severity": v.severity, "summary": v.summary,
-                     "confidence": v.confidence, "evidence": dict(v.evidence),
-                     "recommendation": dict(v.recommendation)}
-                    for v in q.verdicts
-                ],
+                "verdicts": [verdict_payload(v) for v in q.verdicts],
                 "whatif": None if q.whatif is None else {
                     "model": q.whatif.model,
                     "recommended_workers": q.whatif.recommendation.workers,
@@ -546,8 +542,8 @@ def render_markdown(report: Report) -> str:
                                                   for k, v in sorted(q.labels.items())))
             lines.append("")
         for v in q.verdicts:
-            lines.append(f"### {md_text(v.severity)} · {md_text(v.kind)} "
-                         f"(confidence {_num(v.confidence)})")
+            lines.append(f"### {md_text(v.headline)} — {md_text(v.severity)} · "
+                         f"`{md_text(v.kind)}` (confidence {100 * v.confidence:.0f} %)")
             lines += ["", md_text(v.summary), ""]
             if v.recommendation:
                 lines.append("Recommendation: " + md_text(_value_text(dict(v.recommendation))))
@@ -787,9 +783,9 @@ def render_html(report: Report, progress: Progress | None = None) -> str:
         verdicts = []
         for v in q.verdicts:
             cls = v.severity if v.severity in SEVERITY_ORDER else "info"
-            parts = [f'<div class="verdict {cls}"><h3>{_sev(v.severity)} <code>{_e(v.kind)}'
-                     f"</code> <span class=\"note\">confidence {_e(_num(v.confidence))}"
-                     f"</span></h3><p>{_e(v.summary)}</p>"]
+            parts = [f'<div class="verdict {cls}"><h3>{_e(v.headline)}</h3><p>'
+                     f"{_sev(v.severity)} <code>{_e(v.kind)}</code> <span class=\"note\">"
+                     f"confidence {100 * v.confidence:.0f} %</span></p><p>{_e(v.summary)}</p>"]
             if v.recommendation:
                 parts.append(_kv_table(v.recommendation, ("recommendation", "value")))
             if v.evidence:

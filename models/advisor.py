@@ -504,6 +504,54 @@ class Verdict:
     recommendation: Mapping[str, Any]
     confidence: float
     """0–1: how strongly the data support the verdict (margin over the threshold, history)."""
+    headline: str = ""
+    """The verdict in one line of plain words ("More workers will help: 4 → 6"); the kind is
+    the stable identifier, shown beside it as a tag."""
+
+
+def headline(kind: str, evidence: Mapping[str, Any], recommendation: Mapping[str, Any]
+             ) -> str:
+    """One line of plain words for a verdict, from its own numbers."""
+    c = evidence.get("workers")
+    rec = recommendation.get("workers")
+    if kind == "add_workers":
+        return f"More workers will help: {c} → {rec}"
+    if kind == "backlog_growing":
+        tail = f"; more workers: {c} → {rec}" if isinstance(rec, int) else ""
+        return f"The backlog is growing: arrivals exceed what the workers complete{tail}"
+    if kind == "contention":
+        limit = str(evidence.get("binding_limit") or "shared_resource")
+        ceiling = recommendation.get("ceiling_reconciles_per_s")
+        words = _HEADLINE_LIMITS.get(limit, "something shared binds")
+        return (f"More workers will not help: {words}"
+                + (f" (ceiling ≈ {ceiling:.3g} reconciles/s)" if isinstance(ceiling, float)
+                   else ""))
+    if kind == "hot_key":
+        return "More workers will not help: one key is processed serially"
+    if kind == "retry_storm":
+        share = evidence.get("error_share")
+        return ("Fix the failures, not the worker count"
+                + (f": {100 * share:.0f} % of passes fail" if isinstance(share, float) else ""))
+    if kind == "requeue_misuse":
+        return "Requeues without errors: the controller polls instead of reacting"
+    if kind == "long_passes":
+        return "A few passes hold their worker far longer than the rest"
+    if kind == "stuck_workers":
+        return "A worker is stuck: a pass never finishes"
+    if kind == "over_provisioned":
+        return f"Fewer workers would do: {c} → {rec}"
+    if kind == "insufficient_data":
+        return "Not enough data to size this queue"
+    return "Healthy: no change needed"
+
+
+_HEADLINE_LIMITS: Mapping[str, str] = MappingProxyType({
+    "client_limiter": "the API client's rate limiter binds",
+    "api_server": "the API server throttles the process (429)",
+    "write_conflicts": "write conflicts rise with concurrency",
+    "coherency": "throughput falls past a peak worker count",
+    "shared_resource": "something the passes share binds (a lock, a pool, a downstream)",
+})
 
 
 def _clean(value: Any) -> Any:
@@ -529,8 +577,8 @@ def _clean(value: Any) -> Any:
 def _verdict(kind: str, severity: str, summary: str, evidence: Mapping[str, Any],
              recommendation: Mapping[str, Any], confidence: float) -> Verdict:
     conf = min(max(float(confidence), 0.0), 1.0) if math.isfinite(confidence) else 0.5
-    return Verdict(kind, severity, summary, _clean(evidence), _clean(recommendation),
-                   round(conf, 2))
+    ev, rec = _clean(evidence), _clean(recommendation)
+    return Verdict(kind, severity, summary, ev, rec, round(conf, 2), headline(kind, ev, rec))
 
 
 def _margin_conf(ratio: float, base: float = 0.55) -> float:

@@ -7,7 +7,8 @@
 Reads one snapshot (rates over ``--window``) and one range (``--range`` of history for the
 contention fit and the trend rules) for all queues, then runs the advisor on each queue.
 JSON: ``{"at", "window_s", "range_s", "source", "slo_wait_s", "queues": [{"queue", "verdicts":
-[{"kind", "severity", "summary", "confidence", "evidence": {...}, "recommendation": {...}}]}],
+[{"kind", "severity", "headline", "summary", "confidence", "evidence": {...},
+"recommendation": {...}}]}],
 "warnings"}``; values in SI units, ``null`` where a number does not exist.
 """
 
@@ -26,7 +27,7 @@ from dashboard.cliutil import (
     positive_int,
 )
 
-TABLE_COLUMNS = ("queue", "severity", "kind", "action", "workers", "confidence", "summary")
+TABLE_COLUMNS = ("queue", "severity", "verdict", "kind", "workers", "confidence")
 
 
 def register(subparsers: Any) -> None:
@@ -67,9 +68,10 @@ def table_rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
     for q in payload["queues"]:
         for v in q["verdicts"]:
             rec = v["recommendation"]
-            rows.append({"queue": q["queue"], "severity": v["severity"], "kind": v["kind"],
-                         "action": rec.get("action"), "workers": rec.get("workers"),
-                         "confidence": v["confidence"], "summary": v["summary"]})
+            rows.append({"queue": q["queue"], "severity": v["severity"],
+                         "verdict": v["headline"], "kind": v["kind"],
+                         "workers": rec.get("workers"),
+                         "confidence": f"{100 * v['confidence']:.0f} %"})
     return rows
 
 

@@ -159,7 +159,7 @@ def overview_rows(
             "queue_name": q.queue,
             "status": ", ".join(v.kind for v in found) or NO_VERDICT,
             "severity": found[0].severity if found else NO_VERDICT,
-            "verdict_summary": " ".join(v.summary for v in found[:2]),
+            "verdict_summary": ". ".join(v.headline for v in found[:2]),
             "arrival_rate_per_s": _num(q.arrival_rate_per_s),
             "throughput_per_s": _num(q.throughput_per_s),
             "utilization_pct": None if q.utilization is None else _num(100 * q.utilization, 1),

@@ -402,6 +402,7 @@ def render_verdict(v: Verdict) -> html.Li:
     note = rec.pop("note", None)
     rec_items = [(k, val) for k, val in rec.items() if val is not None]
     children: list[Any] = [
+        html.P(html.Strong(v.headline), className="ql-verdict-headline"),
         html.Div([html.Span(v.severity, className=f"ql-sev ql-sev-{v.severity}"),
                   html.Strong(v.kind, className="ql-verdict-kind"),
                   html.Span(f"confidence {fmt(100 * v.confidence, digits=2)} %",

@@ -84,7 +84,7 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["advise", "--demo", "--at", str(AT_DEMO)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("source: demo")
-    assert lines[1].split()[:4] == ["queue", "severity", "kind", "action"]
+    assert lines[1].split()[:4] == ["queue", "severity", "verdict", "kind"]
     assert any(line.startswith("secret") and "over_provisioned" in line for line in lines)
 
 
@@ -150,3 +150,32 @@ def test_real_prometheus(backfilled_prometheus: PrometheusProcess,
     weird = next(q for q in out["queues"] if q["queue"] == WEIRD)
     ins = next(v for v in weird["verdicts"] if v["kind"] == "insufficient_data")
     assert "workers" in ins["evidence"]["missing"]
+
+
+def test_every_verdict_has_a_plain_words_headline_with_its_numbers(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["advise", "--demo", "--at", str(AT_DEMO), "--format", "json"])
+    out = _no_nan(capsys.readouterr().out)
+    assert code == 0
+    seen = set()
+    for q in out["queues"]:
+        for v in q["verdicts"]:
+            head, ev, rec = v["headline"], v["evidence"], v["recommendation"]
+            assert head and head[0].isupper() and "_" not in head, v
+            seen.add(v["kind"])
+            if v["kind"] == "add_workers":
+                assert head == f"More workers will help: {ev['workers']} → {rec['workers']}"
+            if v["kind"] == "over_provisioned":
+                assert head == f"Fewer workers would do: {ev['workers']} → {rec['workers']}"
+            if v["kind"] in ("contention", "hot_key"):
+                assert head.startswith("More workers will not help: ")
+    assert {"add_workers", "contention"} <= seen
+
+
+def test_table_shows_the_headline_and_a_percentage(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["advise", "--demo", "--at", str(AT_DEMO), "--format", "table"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "More workers will help: " in out
+    assert " %" in out
+    assert "fix_failure_not_workers" not in out

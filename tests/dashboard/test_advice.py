@@ -88,8 +88,8 @@ def test_fleet_expected_verdicts_and_json_shape() -> None:
                             "warnings"}
     first = payload["queues"][0]
     assert set(first) == {"queue", "verdicts"}
-    assert set(first["verdicts"][0]) == {"kind", "severity", "summary", "confidence",
-                                         "evidence", "recommendation"}
+    assert set(first["verdicts"][0]) == {"kind", "severity", "headline", "summary",
+                                         "confidence", "evidence", "recommendation"}
     import io
 
     buf = io.StringIO()
