@@ -161,7 +161,8 @@ def test_every_verdict_has_a_plain_words_headline_with_its_numbers(
     for q in out["queues"]:
         for v in q["verdicts"]:
             head, ev, rec = v["headline"], v["evidence"], v["recommendation"]
-            assert head and head[0].isupper() and "_" not in head, v
+            assert head[:1].isupper(), v
+            assert "_" not in head, v  # words, not identifiers
             seen.add(v["kind"])
             if v["kind"] == "add_workers":
                 assert head == f"More workers will help: {ev['workers']} → {rec['workers']}"
