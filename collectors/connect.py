@@ -117,3 +117,11 @@ def source_from_args(
 
 
 __all__: Sequence[Any] = ["add_source_arguments", "open_source", "source_from_args"]
+
+
+def close_source(source: object) -> None:
+    """Close a source's connections if it has any (the Prometheus source does, the demo not):
+    what every command does once its reads are done."""
+    close = getattr(source, "close", None)
+    if callable(close):
+        close()

@@ -231,7 +231,7 @@ class PrometheusSource:
                                if "samples_in_window" in per_queue else None),
             expected_samples=(window_s / profile.scrape_interval_s
                               if profile.scrape_interval_s
-                              else _lookback_expected(results, ql, order, window_s)),
+                              else _learnt_expected(results, ql, order, window_s)),
             processes=procs.count, queue_process=procs.pairs(order),
             process_series=procs.series)
         derived = derive(raw)
@@ -867,7 +867,7 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
         process_series=procs.series_for(np.unique(pairs[1])))
 
 
-def _lookback_expected(results: Mapping[str, Any], queue_label: str,
+def _learnt_expected(results: Mapping[str, Any], queue_label: str,
                        order: Sequence[str], window_s: float) -> np.ndarray | None:
     """(Q, 1) samples a full window holds for each queue: window ÷ its learnt scrape interval
     (:func:`collectors.profile.learnt_scrape_interval_s`); NaN where none was learnt."""

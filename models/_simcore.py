@@ -54,6 +54,8 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
+from models.scrape import LOG_KINDS
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -106,10 +108,8 @@ TRACE_KINDS = ("arrival", "coalesced", "start", "success", "failure", "retry-rea
 # --- the metric log (what a controller's /metrics would have observed, event by event) -------
 LOG = np.dtype([("t", np.float64), ("kind", np.int64), ("value", np.float64)])
 LOG_ADD, LOG_GET, LOG_OK, LOG_FAIL_DELAY, LOG_FAIL_NOW, LOG_CALL = (
-    _i64(0), _i64(1), _i64(2), _i64(3), _i64(4), _i64(5))
-"""A counted add; a Get (value: its queue wait); a Done after success / after a failure
-re-added with a delay / after a failure re-added at once (value: the pass's start); an API call
-(t: when it asked the client's token bucket, value: the bucket's delay)."""
+    _i64(LOG_KINDS.index(name)) for name in ("add", "get", "ok", "fail_delay", "fail_now", "call"))
+"""The record kinds of :data:`models.scrape.LOG_KINDS` (defined there)."""
 
 # --- retry limiter (models.ratelimit.RetryPolicy.build) --------------------------------------
 LIMITER = np.dtype([

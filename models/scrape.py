@@ -38,6 +38,7 @@ from models.fleet import LIMITER_BUCKETS, RECONCILE_BUCKETS, go_exponential_buck
 
 __all__ = [
     "API_BUCKETS",
+    "LOG_KINDS",
     "WORKQUEUE_BUCKETS",
     "ScrapedHistogram",
     "ScrapedMetrics",
@@ -51,9 +52,13 @@ WORKQUEUE_BUCKETS = go_exponential_buckets(10e-9, 10, 12)
 API_BUCKETS = LIMITER_BUCKETS
 """client-go's REST-client latency and rate-limiter histograms: 5 ms … 60 s."""
 
-# the metric log's record kinds (models/_simcore.py LOG_*), repeated here so that this module
-# does not import the compiled core
-_ADD, _GET, _OK, _FAIL_DELAY, _FAIL_NOW, _CALL = range(6)
+LOG_KINDS: tuple[str, ...] = ("add", "get", "ok", "fail_delay", "fail_now", "call")
+"""The metric log's record kinds, by code (``kind`` of a record): a counted add; a Get
+(value: its queue wait); a Done after success / after a failure re-added with a delay / after
+a failure re-added at once (value: the pass's start); an API call (t: when it asked the
+client's token bucket, value: the bucket's delay). The one definition: the compiled loop
+(``models/_simcore.py``) writes these codes."""
+_ADD, _GET, _OK, _FAIL_DELAY, _FAIL_NOW, _CALL = range(len(LOG_KINDS))
 
 
 @dataclass(frozen=True)

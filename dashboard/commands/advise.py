@@ -76,7 +76,7 @@ def table_rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from collectors.connect import source_from_args
+    from collectors.connect import close_source, source_from_args
     from dashboard.advice import advise_fleet
 
     if args.keys is not None and args.queue is None:
@@ -88,9 +88,7 @@ def handle(args: argparse.Namespace) -> int:
         advice = advise_fleet(source, at, args.window, args.range_s, args.slo, args.queue,
                               keys=keys)
     finally:
-        close = getattr(source, "close", None)
-        if callable(close):
-            close()
+        close_source(source)
     payload = advice.payload()
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(advice.at))
     header = (f"source: {advice.source}   at: {when}   window: {advice.window_s:g} s   "

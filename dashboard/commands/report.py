@@ -60,7 +60,7 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from collectors.connect import source_from_args
+    from collectors.connect import close_source, source_from_args
     from dashboard.report import build_report, render
 
     if args.output != "-":
@@ -76,9 +76,7 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
-        close = getattr(source, "close", None)
-        if callable(close):
-            close()
+        close_source(source)
     if args.output == "-":
         sys.stdout.write(text)
         return 0

@@ -62,16 +62,14 @@ def snapshot_payload(snap: Any) -> dict[str, Any]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from collectors.connect import source_from_args
+    from collectors.connect import close_source, source_from_args
 
     source = source_from_args(args)
     at = time.time() if args.at is None else args.at
     try:
         snap = source.snapshot(at, args.window)
     finally:
-        close = getattr(source, "close", None)
-        if callable(close):
-            close()
+        close_source(source)
     payload = snapshot_payload(snap)
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(snap.at))
     header = f"source: {snap.source}   at: {when}   window: {snap.window_s:g} s"

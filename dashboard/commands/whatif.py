@@ -224,7 +224,7 @@ def _live(args: argparse.Namespace) -> int:
     """The what-if of a measured queue (see the module docstring)."""
     import time
 
-    from collectors.connect import source_from_args
+    from collectors.connect import close_source, source_from_args
     from dashboard.advice import queue_whatif, recommended_workers
 
     for flag, value in (("--arrival-rate", args.arrival_rate),
@@ -242,9 +242,7 @@ def _live(args: argparse.Namespace) -> int:
         plan = queue_whatif(source, at, args.window, args.range_s, slo, args.queue,
                             keys=args.keys, workers=args.workers)
     finally:
-        close = getattr(source, "close", None)
-        if callable(close):
-            close()
+        close_source(source)
     verdicts = plan.advice.queues[0].verdicts
     found = recommended_workers(verdicts)
     contention = next((v for v in verdicts if v.kind == "contention"), None)

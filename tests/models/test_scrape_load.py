@@ -264,9 +264,6 @@ def test_scrape_of_a_run_agrees_with_the_result_and_the_trace() -> None:
     assert np.all(g["depth"] >= 0)
     assert g["max_concurrent_reconciles"].tolist() == [c] * m.t_s.size
     q = h["queue_duration"]
-    done = cn["reconcile_success"] + cn["reconcile_error"]
-    np.testing.assert_array_equal(q.count, done + g["active_workers"])  # Gets = Dones + running
-    np.testing.assert_array_equal(g["depth"], cn["adds"] - q.count)
     n_ref, total_ref, oldest_ref = _reference_in_flight(r.trace, m.t_s)
     np.testing.assert_array_equal(g["active_workers"], n_ref)
     np.testing.assert_allclose(g["unfinished_work_s"], total_ref, rtol=1e-12, atol=1e-12)
