@@ -13,7 +13,8 @@ What it does with the answers, and nothing more (collectors decide nothing):
   warning says so;
 * computes histogram quantiles from ``sum by (name, le) (rate(..._bucket[w]))`` exactly like
   PromQL's ``histogram_quantile`` (``le`` parsed as a float), flagging a quantile that falls in
-  the ``+Inf`` bucket as a lower bound;
+  the ``+Inf`` bucket as a lower bound, and keeping the bucket each one fell in
+  (``QueueSnapshot.quantile_bounds``);
 * flags scrape gaps: a queue whose window holds fewer than 90 % of the expected samples gets
   ``None`` (with the reason) for every rate, because ``rate()`` over a half-empty window
   under-reports;
@@ -761,6 +762,8 @@ class _SnapshotReasons:
             reconcile_results_per_s=results_by_kind,
             api_calls_by_class_per_s=dict(sorted(classes.items())),
             missing=missing,
+            quantile_bounds={k: b for k, b in derived.quantile_bounds(i, 0).items()
+                             if fields.get(k) is not None},
             **fields,
         )
 

@@ -74,6 +74,14 @@ class QueueSnapshot:
     """The process that runs this queue, as ``label=value,…`` of the profile's process labels
     (``job``, ``instance``, ``pod`` by default; the demo: its pod); None when not known. Queues
     of one process share its API client, so the advisor sums their demand."""
+    quantile_bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    """Quantile field name (``queue_wait_p95_s`` …) -> ``(lo, hi)``: the histogram bucket its
+    rank fell in, so the true quantile lies in ``(lo, hi]`` while the field holds PromQL's
+    linear interpolation inside it (:func:`models.histogram.bucket_quantile`). ``hi`` is +inf
+    in the +Inf bucket (the field is then a lower bound; JSON ``null``), ``lo`` is 0 for the
+    first bucket. Only quantiles with a value that were computed from buckets have an entry:
+    the decade buckets of client-go make a quantile honest only as a range
+    (:func:`models.histogram.classify_quantile`)."""
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,12 @@ and the per-process totals of API calls are written once:
 * ``workers``: the measured gauge, else the configured count (``configured_workers``);
   ``utilization = busy_workers / workers`` where workers > 0;
 * p50/p95/p99 of each histogram by :func:`models.histogram.bucket_quantile` over all
-  queues × times in one call (PromQL ``histogram_quantile``), with the ``+Inf``-bucket flag;
-  a source that already has the quantiles (e.g. asked Prometheus for ``histogram_quantile``)
-  passes them as plain matrices and they are used as they are;
+  queues × times in one call (PromQL ``histogram_quantile``), with the ``+Inf``-bucket flag
+  and the bounds ``(lo, hi]`` of the bucket each quantile fell in
+  (:attr:`DerivedSignals.bucket_bounds`, NaN wherever the quantile is NaN, masked ones
+  included); a source that already has the quantiles (e.g. asked Prometheus for
+  ``histogram_quantile``) passes them as plain matrices and they are used as they are, with
+  no bounds (none are known);
 * ``littles_law_ratio = depth_mean / (arrival_rate_per_s · queue_wait_mean_s)`` where the
   product is > 0 (≈ 1 for coherent data; Little, 1961);
 * scrape gaps: where a queue's window holds fewer than :data:`MIN_COVERAGE` of the expected
@@ -28,6 +31,7 @@ Pure numpy; no I/O. All rates per second, durations in seconds.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -171,6 +175,21 @@ class DerivedSignals:
     """(Q, T) share of the expected samples in each window (None: not measured)."""
     gap: BoolArray
     """(Q, T) True where the rate signals were masked for a scrape gap."""
+    bucket_bounds: Mapping[str, tuple[FloatArray, FloatArray]] = field(default_factory=dict)
+    """Quantile name -> ((Q, T) lower, (Q, T) upper) bound of the histogram bucket the
+    quantile fell in (:func:`models.histogram.bucket_quantile`: the true quantile lies in
+    ``(lo, hi]``; hi = +inf for the +Inf bucket); NaN where the quantile is NaN. Only the
+    quantiles derive computed from buckets have an entry."""
+
+    def quantile_bounds(self, row: int, col: int) -> dict[str, tuple[float, float]]:
+        """``{quantile name: (lo, hi)}`` at one queue row and time column, for the quantiles
+        that have a value there (what :class:`collectors.types.QueueSnapshot` carries)."""
+        out: dict[str, tuple[float, float]] = {}
+        for name, (lo, hi) in self.bucket_bounds.items():
+            a, b = float(lo[row, col]), float(hi[row, col])
+            if not (math.isnan(a) or math.isnan(b)):
+                out[name] = (a, b)
+        return out
 
 
 def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
@@ -264,6 +283,7 @@ def derive(raw: RawSignals) -> DerivedSignals:
             d["workers"] = workers
     d.setdefault("utilization", _ratio(busy, workers))
     lower: dict[str, BoolArray] = {}
+    bounds: dict[str, tuple[FloatArray, FloatArray]] = {}
     for prefix, layouts in raw.histograms.items():
         for label, q in QUANTILES:
             name = f"{prefix}_{label}_s"
@@ -271,14 +291,19 @@ def derive(raw: RawSignals) -> DerivedSignals:
                 continue
             values = np.full(shape, np.nan)
             low = np.zeros(shape, dtype=bool)
+            b_lo = np.full(shape, np.nan)
+            b_hi = np.full(shape, np.nan)
             for hist in layouts:
                 rows = slice(None) if hist.rows is None else hist.rows
                 flat = hist.counts.reshape(-1, len(hist.bounds))
                 res = bucket_quantile(q, hist.bounds.tolist(), flat)
                 values[rows] = res.values.reshape(-1, shape[1])
                 low[rows] = res.lower_bound.reshape(-1, shape[1])
+                b_lo[rows] = res.bucket_lo.reshape(-1, shape[1])
+                b_hi[rows] = res.bucket_hi.reshape(-1, shape[1])
             d[name] = values
             lower[name] = low
+            bounds[name] = (b_lo, b_hi)
     d.setdefault("littles_law_ratio", _ratio(
         get("depth_mean"), get("arrival_rate_per_s") * get("queue_wait_mean_s")))
     d.update(_attribute(raw, shape))
@@ -295,5 +320,10 @@ def derive(raw: RawSignals) -> DerivedSignals:
     for name, arr in d.items():
         if not np.isfinite(arr).all():
             d[name] = np.where(np.isfinite(arr), arr, np.nan)
+    for name, (b_lo, b_hi) in list(bounds.items()):
+        gone = np.isnan(d[name])  # masked for a scrape gap, or never defined
+        if gone.any():
+            bounds[name] = (np.where(gone, np.nan, b_lo), np.where(gone, np.nan, b_hi))
     return DerivedSignals(queues=raw.queues, t=np.asarray(raw.t, dtype=np.float64), values=d,
-                          lower_bound=lower, coverage=coverage, gap=gap)
+                          lower_bound=lower, coverage=coverage, gap=gap,
+                          bucket_bounds=bounds)

@@ -3,9 +3,14 @@
     queuelens snapshot [--demo | --prometheus URL] [--at TIME] [--window 5m]
                        [--selector '{...}'] [--config FILE] [--format table|json|csv]
 
-JSON: ``{"at", "window_s", "source", "queues": [{"queue", "labels", <fields>, "missing"}],
-"warnings": [...]}`` — values in SI units, ``null`` where not measurable (the reason is in
-``missing``). Unreachable Prometheus: one line on stderr naming the URL and the cause, exit 3.
+JSON: ``{"at", "window_s", "source", "queues": [{"queue", "labels", <fields>, "missing",
+"process", "quantile_bounds"}], "warnings": [...]}`` — values in SI units, ``null`` where not
+measurable (the reason is in ``missing``); ``quantile_bounds`` maps each histogram quantile
+field to ``[lo, hi]``, the bucket its rank fell in (the quantile lies in ``(lo, hi]``; ``hi``
+is ``null`` in the +Inf bucket). The table writes each quantile as its bucket supports it
+(:func:`dashboard.numbers.quantile_text`: "0.42 s", "between 0.1 s and 1 s", "above 10 s");
+CSV keeps the numbers. Unreachable Prometheus: one line on stderr naming the URL and the cause,
+exit 3.
 """
 
 from __future__ import annotations
@@ -18,9 +23,13 @@ from dashboard.cliutil import add_format_argument, emit, parse_duration, parse_t
 
 TABLE_COLUMNS = (
     "queue", "arrival_rate_per_s", "throughput_per_s", "service_mean_s", "busy_workers",
-    "workers", "utilization", "depth_current", "queue_wait_mean_s", "queue_wait_p99_s",
-    "retries_per_s", "errors_per_s", "api_calls_per_s",
+    "workers", "utilization", "depth_current", "queue_wait_mean_s", "queue_wait_p95_s",
+    "queue_wait_p99_s", "retries_per_s", "errors_per_s", "api_calls_per_s",
 )
+QUANTILE_COLUMNS = tuple(c for c in TABLE_COLUMNS
+                         if c.startswith(("queue_wait_p", "work_p")) and c.endswith("_s"))
+"""Histogram quantile columns: the table writes them as
+:func:`dashboard.numbers.snapshot_quantile_text`."""
 
 
 def register(subparsers: Any) -> None:
@@ -61,6 +70,14 @@ def snapshot_payload(snap: Any) -> dict[str, Any]:
     }
 
 
+def table_rows(snap: Any, payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The payload's queue rows with each quantile column as text its bucket supports."""
+    from dashboard.numbers import snapshot_quantile_text
+
+    return [{**row, **{c: snapshot_quantile_text(q, c) for c in QUANTILE_COLUMNS}}
+            for q, row in zip(snap.queues, payload["queues"], strict=True)]
+
+
 def handle(args: argparse.Namespace) -> int:
     from collectors.connect import close_source, source_from_args
 
@@ -74,5 +91,6 @@ def handle(args: argparse.Namespace) -> int:
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(snap.at))
     header = f"source: {snap.source}   at: {when}   window: {snap.window_s:g} s"
     footer = "\n".join(f"warning: {w}" for w in snap.warnings)
-    emit(args.format, payload, payload["queues"], TABLE_COLUMNS, header=header, footer=footer)
+    rows = table_rows(snap, payload) if args.format == "table" else payload["queues"]
+    emit(args.format, payload, rows, TABLE_COLUMNS, header=header, footer=footer)
     return 0

@@ -91,3 +91,52 @@ def test_raw_inputs_name_what_a_signal_is_derived_from() -> None:
     need = raw_inputs(["service_mean_s", "api_calls_by_class_per_s.409", "queue_wait_p95_s"])
     assert need == {"samples_in_window", "busy_workers", "throughput_per_s",
                     "process:api_calls_per_s", "histogram:queue_wait"}
+
+
+def test_quantile_bounds_are_the_bucket_of_each_quantile() -> None:
+    # Decade buckets 0.1, 1, 10, +Inf. Queue a, first window: 60 of 100 waits ≤ 0.1 s, 90 ≤ 1 s,
+    # 99 ≤ 10 s; second window: 30 waits, all ≤ 0.1 s. Queue b: no histogram. Queue c: 10
+    # waits, 4 of them above 10 s.
+    bounds = np.array([0.1, 1.0, 10.0, math.inf])
+    ha = Histogram(bounds, np.array([[[60.0, 90.0, 99.0, 100.0], [30.0, 30.0, 30.0, 30.0]]]),
+                   np.array([0]))
+    hc = Histogram(bounds, np.array([[[0.0, 5.0, 6.0, 10.0], [0.0, 0.0, 0.0, 0.0]]]),
+                   np.array([2]))
+    d = derive(_raw(histograms={"queue_wait": [ha, hc]}))
+    lo, hi = d.bucket_bounds["queue_wait_p95_s"]
+    assert (lo[0, 0], hi[0, 0]) == (1.0, 10.0)  # rank 95: 90 < 95 ≤ 99
+    assert (lo[0, 1], hi[0, 1]) == (0.0, 0.1)  # rank 28.5 ≤ 30 in the first bucket
+    assert (lo[2, 0], hi[2, 0]) == (10.0, math.inf)  # rank 9.5 > 6: the +Inf bucket
+    assert np.isnan(lo[1]).all()
+    assert np.isnan(lo[2, 1])
+    p50 = d.bucket_bounds["queue_wait_p50_s"]
+    assert (p50[0][0, 0], p50[1][0, 0]) == (0.0, 0.1)  # rank 50 ≤ 60
+    assert (p50[0][2, 0], p50[1][2, 0]) == (0.1, 1.0)  # rank 5 ≤ 5 (exactly at the bound)
+    # one queue and time as QueueSnapshot carries it: only quantiles that have a value
+    at_a = d.quantile_bounds(0, 0)
+    assert at_a == {"queue_wait_p50_s": (0.0, 0.1), "queue_wait_p95_s": (1.0, 10.0),
+                    "queue_wait_p99_s": (1.0, 10.0)}
+    assert d.quantile_bounds(1, 0) == {}
+    assert d.quantile_bounds(2, 1) == {}
+
+
+def test_masked_or_given_quantiles_have_no_bounds() -> None:
+    bounds = np.array([0.1, 1.0, math.inf])
+    h = Histogram(bounds, np.tile([50.0, 90.0, 100.0], (3, 2, 1)))
+    # queue b's second window is a scrape gap (12 of 20 samples): its quantiles are masked,
+    # and so are their bounds
+    d = derive(_raw(histograms={"work": [h]},
+                    samples_in_window=np.array([[20.0, 20.0], [20.0, 12.0], [20.0, 20.0]]),
+                    expected_samples=20.0))
+    lo, hi = d.bucket_bounds["work_p95_s"]
+    assert (lo[1, 0], hi[1, 0]) == (1.0, math.inf)  # rank 95 > 90
+    assert math.isnan(d.values["work_p95_s"][1, 1])
+    assert math.isnan(lo[1, 1])
+    assert math.isnan(hi[1, 1])
+    # a quantile the source already had (e.g. histogram_quantile asked of Prometheus): no
+    # bucket is known, so no bounds are made up
+    given = derive(_raw(histograms={"work": [h]},
+                        direct={"work_p95_s": np.full((3, 2), 0.7)}))
+    assert "work_p95_s" not in given.bucket_bounds
+    assert "work_p95_s" not in given.quantile_bounds(0, 0)
+    assert "work_p50_s" in given.quantile_bounds(0, 0)
