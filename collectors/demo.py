@@ -7,11 +7,16 @@ range selection, both ends included):
 
 * a rate is ``(C(at) − C(at − w)) / w`` — ``rate(x[w])`` when samples sit at both ends;
 * a mean is ``Δsum / Δcount``; a quantile is ``histogram_quantile`` (the shared
-  :func:`collectors.histogram.bucket_quantile`) over the bucket
+  :func:`models.histogram.bucket_quantile`) over the bucket
   increases of ``workqueue_{queue,work}_duration_seconds`` (decade buckets; linear
-  interpolation inside the bucket, the +Inf rule, the zero lower bound);
+  interpolation inside the bucket, the +Inf rule, the zero lower bound), with the bucket it
+  fell in (``QueueSnapshot.quantile_bounds``);
 * a gauge mean / max / slope is ``avg_over_time`` / ``max_over_time`` / ``deriv`` over the
-  samples at ``at, at − 15 s, …, at − w``.
+  samples at ``at, at − 15 s, …, at − w``;
+* the worker count is the ``controller_runtime_max_concurrent_reconciles`` gauge at ``at``
+  (an instant read, like ``max by (controller) (…)``): it follows a queue's
+  ``workers_schedule`` (the demo's ``deployment`` runs 5 and 3 workers in turn), so a window
+  that straddles a change reads the new count with rates that still hold some of the old.
 
 API calls are per process (label ``pod``): every queue of a process reports the process's
 calls, as ``rest_client_requests_total`` has no controller label.
@@ -79,7 +84,6 @@ class DemoSource:
         self.seed = seed
         self._index = {name: i for i, name in enumerate(self.fleet.names)}
         specs_t = self.fleet.specs
-        self._workers = np.array([s.params.workers for s in specs_t], dtype=np.float64)
         pods = self.fleet.pods
         self._pod_limiter = np.array(
             [any(s.params.client_limiter for s in specs_t if s.params.pod == p) for p in pods]
@@ -145,7 +149,7 @@ class DemoSource:
         d["arrival_rate_per_s"] = row("adds")
         d["throughput_per_s"] = row("wd:count")
         d["busy_workers"] = row("wd:sum")
-        d["workers"] = np.repeat(self._workers[sel][:, None], len(t), axis=1)
+        d["workers"] = self.fleet.workers(t, select=sel)  # the gauge at the end time
         with np.errstate(invalid="ignore", divide="ignore"):
             qd_count = row("qd:count")
             d["queue_wait_mean_s"] = np.where(qd_count > 0, row("qd:sum") / qd_count, np.nan)
@@ -213,7 +217,8 @@ class DemoSource:
 
     def snapshot(self, at: float, window_s: float) -> Snapshot:
         self._check(at, window_s)
-        data = {k: v[:, 0].tolist() for k, v in self.compute([at], window_s).items()}
+        derived = derive(self.raw([at], window_s))
+        data = {k: v[:, 0].tolist() for k, v in derived.values.items()}
         queues = []
         for i, spec in enumerate(self.fleet.specs):
             values: dict[str, Any] = {}
@@ -235,6 +240,8 @@ class DemoSource:
                     reconcile_results_per_s=results,
                     api_calls_by_class_per_s=classes,
                     missing=missing,
+                    quantile_bounds={k: b for k, b in derived.quantile_bounds(i, 0).items()
+                                     if values.get(k) is not None},
                     **values,
                 )
             )

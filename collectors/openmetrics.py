@@ -169,6 +169,7 @@ def fleet_families(fleet: fl.Fleet, times: npt.ArrayLike) -> list[Family]:
     t = np.atleast_1d(np.asarray(times, dtype=np.float64))
     c = fleet.counters(t)  # [queue, signal, time]
     g = fleet.gauges(t)
+    workers = fleet.workers(t)  # [queue, time]: the count of the cell holding each time
     specs = fleet.specs
     fams: dict[str, Family] = {}
 
@@ -230,8 +231,7 @@ def fleet_families(fleet: fl.Fleet, times: npt.ArrayLike) -> list[Family]:
         fams["controller_runtime_reconcile_time_seconds"].series.extend(_histogram(
             "controller_runtime_reconcile_time_seconds", cr, "rt", fl.RECONCILE_BUCKETS, c[i]))
         fams["controller_runtime_max_concurrent_reconciles"].series.append(Series(
-            "controller_runtime_max_concurrent_reconciles", cr,
-            np.full(len(t), float(p.workers))))
+            "controller_runtime_max_concurrent_reconciles", cr, workers[i]))
         fams["controller_runtime_active_workers"].series.append(Series(
             "controller_runtime_active_workers", cr, g[i, fl.GAUGES["active_workers"]]))
 

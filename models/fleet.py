@@ -1,7 +1,11 @@
 """A deterministic simulated fleet of controller work queues (the embedded demo's data).
 
 Every queue is in one *regime* (healthy, saturated, API-throttled, retry storm, hot key,
-over-provisioned, requeue misuse, long passes) set by :class:`QueueParams`. From the
+over-provisioned, requeue misuse, long passes) set by :class:`QueueParams`. A queue's worker
+count c is constant, or follows ``workers_schedule`` (one count per block of
+``workers_block_s``, cycling from 00:00 UTC): the healthy ``deployment`` queue runs 5 and 3
+workers in turn every 45 min, 16 cycles a day, so any 2-hour history holds a worker-count
+change to check a capacity plan against (:func:`models.plan.check_change`). From the
 parameters the model computes, on a fixed grid of ``GRID_S`` seconds over one period of
 ``PERIOD_S`` (a day), the instantaneous *rate* of every counter the real metrics carry
 (``workqueue_adds_total``, each histogram bucket, ``controller_runtime_reconcile_total``
@@ -19,9 +23,13 @@ The rates are mutually consistent the way client-go's metrics are (quasi-static 
 state at each instant, the wave is slow compared with the waits):
 
 * adds = distinct adds = throughput X (a stable queue completes what it admits);
-* busy workers B = Σ X_j·E[S_j] = rate of ``work_duration_seconds_sum`` ≤ c;
+* busy workers B = Σ X_j·E[S_j] = rate of ``work_duration_seconds_sum`` < c;
 * queue wait: G/G/c via Allen–Cunneen (``models.queueing.ggc_wait``) — with probability
   C (Erlang C) an item waits an exponential time of mean Wq/C, otherwise ~20 µs (the wake-up);
+* everything that depends on c (utilization, the wait, its histogram, P(wait), the depth,
+  the 429 share) uses the count of each grid cell at both of the cell's ends, so a change of
+  c is a step at a cell boundary (rates and gauges alike); :meth:`Fleet.workers` is that
+  cell's count, the value of ``controller_runtime_max_concurrent_reconciles``;
 * depth = λ·W (Little's law), unfinished work = Σ X_j·E[S_j²]/2 (mean age of the in-flight
   items summed over them: renewal theory), active workers = B;
 * retries = X·(error + requeue + requeue_after fractions) (every AddAfter, planned or not),
@@ -53,7 +61,7 @@ EPOCH_S = 1_577_836_800.0
 PERIOD_S = 86_400.0
 """The demand pattern repeats daily (peak at 14:00 UTC); noise harmonics divide the day."""
 GRID_S = 60.0
-"""Rates are constant within each grid cell; gauges are interpolated linearly between cells."""
+"""Rates are constant within each grid cell; gauges are linear within each cell."""
 CELLS = int(PERIOD_S / GRID_S)
 
 
@@ -199,8 +207,41 @@ class QueueParams:
     """The controller writes to an external API with its own metric (success/error)."""
     low_priority_share: float = 0.0
     """Share of the depth at priority -100 (controller-runtime priority queue)."""
+    workers_schedule: tuple[int, ...] = ()
+    """Worker count of each block of ``workers_block_s`` seconds, cycling from 00:00 UTC of
+    the model's day (the controller restarts with the next count at each block boundary);
+    empty = always ``workers``. With a schedule, ``workers`` is its largest count."""
+    workers_block_s: float = 2700.0
+    """Length of one block of ``workers_schedule``: a whole number of grid cells, and the
+    cycle (blocks × length) divides the period, so the schedule repeats every day alike."""
     description: str = ""
     advisor_expectation: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.workers_schedule:
+            return
+        if any(not isinstance(c, int) or c < 1 for c in self.workers_schedule):
+            raise ValueError(f"{self.controller}: worker counts must be integers >= 1, "
+                             f"got {self.workers_schedule}")
+        if self.workers != max(self.workers_schedule):
+            raise ValueError(f"{self.controller}: workers ({self.workers}) must be the largest "
+                             f"count of workers_schedule {self.workers_schedule}")
+        cells = self.workers_block_s / GRID_S
+        if not (cells >= 1 and cells == round(cells)):
+            raise ValueError(f"{self.controller}: workers_block_s ({self.workers_block_s:g}) "
+                             f"must be a whole number of {GRID_S:g} s cells")
+        if CELLS % (round(cells) * len(self.workers_schedule)):
+            raise ValueError(f"{self.controller}: the worker cycle "
+                             f"({len(self.workers_schedule)} × {self.workers_block_s:g} s) "
+                             f"must divide the {PERIOD_S:g} s period")
+
+    def cell_workers(self) -> IntArray:
+        """The worker count c in force in each of the CELLS grid cells of one period."""
+        if not self.workers_schedule:
+            return np.full(CELLS, self.workers, dtype=np.int64)
+        block = np.arange(CELLS) // round(self.workers_block_s / GRID_S)
+        counts = np.asarray(self.workers_schedule, dtype=np.int64)
+        return np.asarray(counts[block % counts.size], dtype=np.int64)
 
     @property
     def uses_usl(self) -> bool:
@@ -221,8 +262,10 @@ DEMO_QUEUES: tuple[QueueParams, ...] = (
         regime="healthy", controller="deployment", pod="apps-controller-manager-0",
         workers=5, arrival_rate_per_s=8.0, service_mean_s=0.2, service_cv=0.6,
         requeue_after_fraction=0.05, error_fraction=0.005, api_calls_per_reconcile=3.0,
-        client_limiter=True,
-        description="ρ ≈ 0.3, waits of microseconds, a few planned requeues",
+        client_limiter=True, workers_schedule=(5, 3), workers_block_s=2700.0,
+        description="5 and 3 workers in turn every 45 min (from 00:00 UTC, 5 first): "
+        "ρ ≈ 0.3 at 5 with waits of µs to ms, ρ ≈ 0.5 at 3 with waits of tens of ms; "
+        "a few planned requeues",
         advisor_expectation="healthy",
     ),
     QueueParams(
@@ -360,14 +403,53 @@ def usl_busy_workers(
     return np.asarray(2 * qc / (-qb + np.sqrt(disc)), dtype=np.float64)
 
 
-def model_rates(p: QueueParams, seed: int, variant: int) -> tuple[FloatArray, FloatArray]:
-    """(counter rates [signal, cell point], gauges [gauge, cell point]) at the CELLS + 1 grid
-    points of one period (the last point equals the first)."""
+@dataclass(frozen=True)
+class ModelTables:
+    """One queue's model over one period: what :class:`Fleet` tabulates."""
+
+    cell_rates: FloatArray
+    """[signal, cell]: each counter's constant rate in each of the CELLS cells."""
+    gauge_start: FloatArray
+    """[gauge, cell]: each gauge at the start of the cell …"""
+    gauge_end: FloatArray
+    """… and at its end (the cell's own worker count at both ends: a gauge that depends on c
+    steps at a worker-count change, and is linear inside a cell)."""
+    workers: IntArray
+    """[cell]: the worker count in force."""
+
+
+def model_rates(p: QueueParams, seed: int, variant: int) -> ModelTables:
+    """The model at the CELLS + 1 grid points of one period (the last point equals the
+    first), each cell's rate the trapezoid average of its two ends.
+
+    Both ends of a cell are evaluated with the cell's worker count c (``workers_schedule``):
+    at a point where c changes, the cell before it sees the old count there, the cell after
+    it the new one, so every c-dependent figure (utilization, the G/G/c wait and its
+    histogram, P(wait), Little's depth) follows the count cell by cell. With one constant
+    count both evaluations are the same and this is the plain trapezoid rule."""
     rng = np.random.default_rng([seed, variant, 7919])
     tau = np.arange(CELLS + 1, dtype=np.float64) * GRID_S
     wave = _wave(p, rng, tau)
     wave[-1] = wave[0]
     lam = p.arrival_rate_per_s * wave
+    c_cell = p.cell_workers()
+    c_start = np.append(c_cell, c_cell[0])  # the count of the cell starting at each point
+    rates, gauges = _point_model(p, lam, c_start)
+    if p.workers_schedule:
+        c_end = np.insert(c_cell, 0, c_cell[-1])  # ... and of the cell ending there
+        rates_end, gauges_end = _point_model(p, lam, c_end)
+    else:
+        rates_end, gauges_end = rates, gauges
+    return ModelTables(
+        cell_rates=(rates[:, :-1] + rates_end[:, 1:]) / 2,
+        gauge_start=gauges[:, :-1], gauge_end=gauges_end[:, 1:], workers=c_cell)
+
+
+def _point_model(
+    p: QueueParams, lam: FloatArray, c: IntArray
+) -> tuple[FloatArray, FloatArray]:
+    """(counter rates [signal, point], gauges [gauge, point]) at grid points of demand
+    ``lam`` with ``c`` workers at each point."""
     rates = np.zeros((len(SIGNALS), CELLS + 1))
     gauges = np.zeros((len(GAUGES), CELLS + 1))
 
@@ -387,8 +469,9 @@ def model_rates(p: QueueParams, seed: int, variant: int) -> tuple[FloatArray, Fl
             work.append(_Component(lam * e, np.full_like(lam, err_mean), p.error_service_cv))
     x = sum((c.rate for c in work), np.zeros_like(lam))
     busy_total = sum((c.rate * c.mean for c in work), np.zeros_like(lam))
-    if np.any(busy_total >= p.workers):
-        raise ValueError(f"{p.controller}: busy workers reach c = {p.workers}")
+    full = busy_total >= c
+    if np.any(full):
+        raise ValueError(f"{p.controller}: busy workers reach c = {int(c[full].min())}")
 
     # Queue wait. The ordinary traffic is G/G/c (Allen–Cunneen) on the workers the hot key
     # leaves free; the hot key waits for its own previous pass (minus the first event's delay).
@@ -398,7 +481,7 @@ def model_rates(p: QueueParams, seed: int, variant: int) -> tuple[FloatArray, Fl
     s_mean = busy_o / lam_o
     s_cv2 = sum((c.rate * c.second_moment for c in ordinary), np.zeros_like(lam)) / lam_o
     s_cv2 = s_cv2 / s_mean**2 - 1
-    servers = p.workers - (1 if p.hot_key_pass_s > 0 else 0)
+    servers = c - (1 if p.hot_key_pass_s > 0 else 0)
     g = ggc_wait(lam_o, s_mean, servers, 1.0, s_cv2)
     p_wait = np.clip(np.asarray(g.p_wait, dtype=np.float64), 1e-9, 1.0)
     wq = np.asarray(g.wait_mean_s, dtype=np.float64)
@@ -421,7 +504,7 @@ def model_rates(p: QueueParams, seed: int, variant: int) -> tuple[FloatArray, Fl
         rates[SIGNALS[f"result:{result}"]] = x * share
 
     calls = x * p.api_calls_per_reconcile
-    utilization = busy_total / p.workers
+    utilization = busy_total / c
     share_429 = p.throttled_429_share * np.minimum(utilization / 0.7, 1.0) ** 2
     base = {(code, method): share for code, method, share in p.api_shares}
     total_base = sum(base.values())
@@ -481,14 +564,17 @@ class Fleet:
         n_sig = len(SIGNALS)
         self._prefix = np.empty((len(variants), n_sig, CELLS + 1))
         self._cell_rate = np.empty((len(variants), n_sig, CELLS))
-        self._gauges = np.empty((len(variants), len(GAUGES), CELLS + 1))
+        self._gauge_start = np.empty((len(variants), len(GAUGES), CELLS))
+        self._gauge_end = np.empty((len(variants), len(GAUGES), CELLS))
+        self._workers = np.empty((len(variants), CELLS), dtype=np.int64)
         for v in variants:
-            rates, gauges = model_rates(by_variant[v], seed, v)
-            cell = (rates[:, 1:] + rates[:, :-1]) / 2
-            self._cell_rate[pos[v]] = cell
+            m = model_rates(by_variant[v], seed, v)
+            self._cell_rate[pos[v]] = m.cell_rates
             self._prefix[pos[v], :, 0] = 0.0
-            self._prefix[pos[v], :, 1:] = np.cumsum(cell * GRID_S, axis=1)
-            self._gauges[pos[v]] = gauges
+            self._prefix[pos[v], :, 1:] = np.cumsum(m.cell_rates * GRID_S, axis=1)
+            self._gauge_start[pos[v]] = m.gauge_start
+            self._gauge_end[pos[v]] = m.gauge_end
+            self._workers[pos[v]] = m.workers
         self._variant = np.array([pos[s.variant] for s in specs], dtype=np.int64)
         self._phase = np.array([s.phase_cells for s in specs], dtype=np.float64) * GRID_S
         pods = sorted({s.params.pod for s in specs})
@@ -540,7 +626,8 @@ class Fleet:
         return np.asarray(np.where(integer, np.floor(value), value), dtype=np.float64)
 
     def gauges(self, times: npt.ArrayLike, select: npt.ArrayLike | None = None) -> FloatArray:
-        """Gauge values [queue, gauge, time], linear between grid points."""
+        """Gauge values [queue, gauge, time], linear inside each grid cell (a gauge that
+        depends on the worker count steps where the count changes, at the cell's start)."""
         t = np.atleast_1d(np.asarray(times, dtype=np.float64))
         sel = self._select(select)
         _, cell, frac = self._locate(t, sel)
@@ -548,9 +635,17 @@ class Fleet:
         g = np.arange(len(GAUGES))[None, :, None]
         k = cell[:, None, :]
         w = (frac / GRID_S)[:, None, :]
-        lo = self._gauges[v, g, k]
-        hi = self._gauges[v, g, k + 1]
+        lo = self._gauge_start[v, g, k]
+        hi = self._gauge_end[v, g, k]
         return np.asarray(lo + (hi - lo) * w, dtype=np.float64)
+
+    def workers(self, times: npt.ArrayLike, select: npt.ArrayLike | None = None) -> FloatArray:
+        """The configured worker count [queue, time] (``max_concurrent_reconciles``): the
+        count of the grid cell holding each time, so a change shows from its boundary on."""
+        t = np.atleast_1d(np.asarray(times, dtype=np.float64))
+        sel = self._select(select)
+        _, cell, _ = self._locate(t, sel)
+        return np.asarray(self._workers[self._variant[sel][:, None], cell], dtype=np.float64)
 
     def instant_rates(self, times: npt.ArrayLike) -> FloatArray:
         """The rate in force at each time [queue, signal, time] (the cell's constant rate)."""
@@ -575,8 +670,10 @@ def demo_specs(scenario: str = "all") -> list[QueueSpec]:
 def large_fleet_specs(queues: int, seed: int = 0, scenario: str = "all",
                       variants: int = 48) -> list[QueueSpec]:
     """``queues`` queues cycling through the regimes with varied parameters: worker count
-    ×1–3 with demand scaled to keep the regime's utilization, service time ×0.7–1.4, demand
-    ×0.9–1.0 of that, and a random shift of the daily pattern. Names like ``replicaset-007``.
+    ×1–3 with demand scaled to keep the regime's utilization (a ``workers_schedule`` is
+    scaled alike, count by count, so ρ at each count is kept too), service time ×0.7–1.4,
+    demand ×0.9–1.0 of that, and a random shift of the daily pattern (the schedule's
+    blocks shift with it). Names like ``replicaset-007``.
     Queues share ``variants`` parameter sets (tables), so memory stays bounded."""
     if queues < 1:
         raise ValueError(f"the demo fleet needs at least 1 queue, got {queues}")
@@ -595,6 +692,7 @@ def large_fleet_specs(queues: int, seed: int = 0, scenario: str = "all",
         params.append(replace(
             p,
             workers=p.workers * mult,
+            workers_schedule=tuple(c * mult for c in p.workers_schedule),
             arrival_rate_per_s=p.arrival_rate_per_s * mult / s_f * u,
             service_mean_s=p.service_mean_s * s_f,
             error_service_mean_s=None if p.error_service_mean_s is None

@@ -11,10 +11,15 @@ import pytest
 from collectors.demo import DemoSource
 from collectors.errors import ConfigError
 from collectors.types import QueueSnapshot
+from dashboard.advice import histories_from_range
 from models import fleet as fl
+from models import queueing
+from models.plan import check_change
 
 AT = 1_704_067_200.0 + 14 * 3600  # 2024-01-01T14:00:00Z, the daily peak
 WINDOW = 300.0
+BLOCK_S = 45 * 60.0
+"""deployment runs 5 workers, then 3, in turn, each for 45 min from 00:00 UTC."""
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +45,21 @@ def num(value: float | None) -> float:
     return value
 
 
+def deployment_workers(t: float) -> int:
+    """The deployment queue's worker count at unix time t, from its documented schedule:
+    5 in the even 45-min blocks of the UTC day, 3 in the odd ones (16 cycles a day)."""
+    return (5, 3)[int((t % 86_400) // BLOCK_S) % 2]
+
+
+def workers_at(p: fl.QueueParams, t: float) -> int:
+    """A queue's worker count at t from its parameters: its schedule's block at t, cycling
+    from 00:00 UTC (the demo's days start there), else the constant count."""
+    if not p.workers_schedule:
+        return p.workers
+    block = int(((t - fl.EPOCH_S) % 86_400) // p.workers_block_s)
+    return p.workers_schedule[block % len(p.workers_schedule)]
+
+
 def test_fleet_has_distinct_regimes_with_controller_names(snap: dict[str, QueueSnapshot]) -> None:
     assert len(snap) >= 6
     regimes = {q.labels["regime"] for q in snap.values()}
@@ -53,11 +73,12 @@ def test_every_queue_is_internally_consistent(
 ) -> None:
     for name, q in snap.items():
         p = demo.params(name)
+        c = workers_at(p, AT)
         arrival, x, busy = num(q.arrival_rate_per_s), num(q.throughput_per_s), num(q.busy_workers)
         assert x == pytest.approx(arrival, rel=0.01), name  # a stable queue completes its adds
-        assert busy <= p.workers
-        assert num(q.workers) == p.workers
-        assert num(q.utilization) == pytest.approx(busy / p.workers)
+        assert busy <= c
+        assert num(q.workers) == c
+        assert num(q.utilization) == pytest.approx(busy / c)
         assert num(q.service_mean_s) == pytest.approx(busy / x, rel=1e-6)
         results = q.reconcile_results_per_s
         assert sum(results.values()) == pytest.approx(x, rel=0.01), name
@@ -84,15 +105,104 @@ def test_utilization_matches_parameters(demo: DemoSource, snap: dict[str, QueueS
         p, q = demo.params(name), snap[name]
         e = p.error_fraction if p.error_service_mean_s else 0.0
         mean_s = (1 - e) * p.service_mean_s + e * (p.error_service_mean_s or 0.0)
-        expected = num(q.arrival_rate_per_s) * mean_s / p.workers
+        expected = num(q.arrival_rate_per_s) * mean_s / workers_at(p, AT)
         assert num(q.utilization) == pytest.approx(expected, rel=0.01), name
 
 
 def test_healthy(snap: dict[str, QueueSnapshot]) -> None:
     q = snap["deployment"]
+    assert deployment_workers(AT) == 5  # 14:00 is in a 5-worker block (13:30–14:15)
+    assert num(q.workers) == 5
     assert 0.2 < num(q.utilization) < 0.6
     assert num(q.queue_wait_mean_s) < 0.05 * num(q.service_mean_s)
     assert num(q.errors_per_s) < 0.01 * num(q.throughput_per_s)
+
+
+# --- deployment: the worker count changes every 45 min ---------------------------------------
+
+def test_deployment_worker_count_alternates_in_45_minute_blocks(demo: DemoSource) -> None:
+    start = AT - 3600  # 13:00 … 15:00: blocks 12:45–13:30 (3), 13:30–14:15 (5), 14:15–15:00 (3)
+    r = demo.range(start, start + 7200, 60, queues=["deployment"])
+    t, w = r.t, r.signals["workers"][0]
+    assert len(t) == 121
+    assert w.tolist() == [float(deployment_workers(x)) for x in t]
+    assert set(w.tolist()) == {3.0, 5.0}
+    changes = t[1:][np.diff(w) != 0]
+    assert changes.tolist() == [AT - 1800, AT + 900, AT + 3600]  # 13:30, 14:15, 15:00
+    assert np.diff(changes).tolist() == [BLOCK_S, BLOCK_S]  # a whole block between changes
+    # utilization follows the count: busy workers (which do not depend on c) over c
+    busy, util = r.signals["busy_workers"][0], r.signals["utilization"][0]
+    assert util == pytest.approx(busy / w, rel=1e-9)
+    at3 = (t > AT + 900 + 300) & (t < AT + 3600)  # well inside the 3-worker block
+    assert util[at3].min() > 0.45
+    assert util[at3].max() < 0.75
+    assert np.all(busy[at3] < 3)  # ρ < 1 at the smaller count
+
+
+def allen_cunneen_wait_s(lam: float, service_s: float, cv2: float, c: int) -> float:
+    """G/G/c mean wait, Allen–Cunneen: Wq(M/M/c)·(ca² + cs²)/2 with Poisson arrivals
+    (ca² = 1); Wq(M/M/c) = C(c, λS)/(c/S − λ), C from models.queueing (checked against
+    the direct Erlang C sum written out above)."""
+    p_wait = float(queueing.erlang_c(lam, 1.0 / service_s, c).p_wait)
+    assert p_wait == pytest.approx(erlang_c(c, lam * service_s), rel=1e-9)
+    return p_wait / (c / service_s - lam) * (1 + cv2) / 2
+
+
+def test_deployment_waits_more_at_3_workers_as_allen_cunneen_says(demo: DemoSource) -> None:
+    p = demo.params("deployment")
+    # 5-min windows well inside a block: 13:55–14:00 (5 workers), 14:35–14:40 (3 workers)
+    at5, at3 = AT, AT + 40 * 60
+    assert (deployment_workers(at5 - WINDOW), deployment_workers(at5)) == (5, 5)
+    assert (deployment_workers(at3 - WINDOW), deployment_workers(at3)) == (3, 3)
+    q5 = {q.queue: q for q in demo.snapshot(at5, WINDOW).queues}["deployment"]
+    q3 = {q.queue: q for q in demo.snapshot(at3, WINDOW).queues}["deployment"]
+    assert (num(q5.workers), num(q3.workers)) == (5, 3)
+    w5, w3 = num(q5.queue_wait_mean_s), num(q3.queue_wait_mean_s)
+    assert w3 > 10 * w5  # ~50 ms against ~2.5 ms at almost the same demand
+    # Tolerance 5 %: the model's wait is the G/G/c wait at each minute's λ, averaged over the
+    # window (λ moves a few % in 5 min and Wq is convex in λ), plus a 20 µs wake-up of the
+    # items that do not wait; here it is computed once at the window's mean λ.
+    for q, c in ((q5, 5), (q3, 3)):
+        lam = num(q.arrival_rate_per_s)
+        assert num(q.service_mean_s) == pytest.approx(p.service_mean_s, rel=1e-3)  # counts
+        expected = allen_cunneen_wait_s(lam, p.service_mean_s, p.service_cv**2, c)
+        assert num(q.queue_wait_mean_s) == pytest.approx(expected, rel=0.05), c
+        # Little: the mean depth is λ·W at either count
+        assert num(q.depth_mean) == pytest.approx(lam * num(q.queue_wait_mean_s), rel=0.03), c
+    assert 0.45 < num(q3.utilization) < 0.75
+    assert num(q3.queue_wait_p95_s) < 1.0  # still within the advisor's default 1 s SLO
+
+
+def test_check_change_finds_the_deployment_worker_change(demo: DemoSource) -> None:
+    end = AT + 40 * 60  # 12:40 … 14:40: the last change is 5 → 3 at 14:15
+    h = histories_from_range(demo.range(end - 7200, end, 60, queues=["deployment"]))
+    change = check_change(h["deployment"])
+    assert change is not None
+    assert (change.workers_before, change.workers_after) == (5, 3)
+    assert change.at == AT + 900
+    assert change.points_after == 26  # 14:15 … 14:40
+    assert change.points_before == 45  # the whole 13:30–14:15 block
+    # a stable queue's throughput is its demand: the prediction is λ after (< 3/E[S] = 15/s)
+    assert change.predicted_throughput_per_s == pytest.approx(
+        change.observed_throughput_per_s, rel=0.10)
+    assert change.service_mean_before_s == pytest.approx(0.2, rel=1e-3)
+
+
+def test_every_two_hour_window_holds_a_checkable_change(demo: DemoSource) -> None:
+    """Whatever the alignment, a 2 h window at a 60 s step holds a worker-count change with
+    at least 6 points of the same count on each side (plan.CHANGE_MIN_POINTS)."""
+    for offset_s in [*np.arange(0, 5400, 60.0), 30.0, 2730.0 + 17.0]:
+        end = AT + float(offset_s)
+        h = histories_from_range(demo.range(end - 7200, end, 60, queues=["deployment"]))
+        change = check_change(h["deployment"])
+        assert change is not None, offset_s
+        assert {change.workers_before, change.workers_after} == {3, 5}, offset_s
+        assert change.points_before >= 6, offset_s
+        assert change.points_after >= 6, offset_s
+        assert 0 <= change.at % BLOCK_S < 60, offset_s  # the first point of a new block
+        assert change.workers_after == deployment_workers(change.at), offset_s
+        assert change.predicted_throughput_per_s == pytest.approx(
+            change.observed_throughput_per_s, rel=0.10), offset_s
 
 
 def test_saturated_wait_is_queueing_and_matches_erlang_c(
@@ -251,6 +361,12 @@ def test_large_fleet() -> None:
     assert regimes[8] == regimes[0]
     utilization = np.array([num(q.utilization) for q in snap.queues])
     assert np.all(utilization < 1)
+    # deployment variants scale the 5/3 schedule with their worker count (×1–3)
+    for q in snap.queues:
+        p = big.params(q.queue)
+        if p.controller == "deployment":
+            mult = p.workers // 5
+            assert p.workers_schedule == (5 * mult, 3 * mult), q.queue
     assert np.ptp(utilization) > 0.5
     assert len({round(num(q.arrival_rate_per_s), 3) for q in snap.queues}) > 400
     r = big.range(AT - 600, AT, 60, queues=names[:3])

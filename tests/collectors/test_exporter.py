@@ -106,6 +106,17 @@ def test_exporter_values_follow_the_clock() -> None:
     assert (adds() - first) / 60 == pytest.approx(demo, rel=1e-9)
 
 
+def test_worker_gauge_follows_the_deployment_schedule() -> None:
+    # deployment runs 5 workers from 00:00 UTC, then 3 from 00:45, in 45-minute blocks
+    day = 1_704_067_200.0
+    for at, expected in ((day + 10 * 60, 5.0), (day + 50 * 60, 3.0), (day + 100 * 60, 5.0)):
+        text = generate_latest(registry_for(DemoSource().fleet, clock=lambda t=at: t)).decode()
+        fam = next(f for f in text_string_to_metric_families(text)
+                   if f.name == "controller_runtime_max_concurrent_reconciles")
+        value = next(s.value for s in fam.samples if s.labels["controller"] == "deployment")
+        assert value == expected, at
+
+
 @pytest.mark.prometheus
 def test_live_scrape_by_real_prometheus(tmp_path: object) -> None:
     from pathlib import Path
