@@ -111,15 +111,15 @@ def main() -> int:
     _report(f"overview callback, cold cache ({args.queues} queues, sparklines, advisor)",
             _timed(overview_cold, args.repeats))
     from dashboard.advice import advise_data, histories_from_range
+    from models.settings import AnalysisSettings
 
     now = time.time()
     snap = demo.snapshot(now, 300.0)
-    rng = demo.range(now - overview.SPARK_RANGE_S, now, overview.SPARK_STEP_S, None)
+    rng = demo.range(now - AnalysisSettings().range_s, now, AnalysisSettings().step_s, None)
     _report(f"  of which: range matrices → {args.queues} advisor histories",
             _timed(lambda: histories_from_range(rng), args.repeats))
     _report(f"  of which: advisor over {args.queues} queues (histories included)",
-            _timed(lambda: advise_data(snap, rng, range_s=overview.SPARK_RANGE_S,
-                                       slo_wait_s=1.0), args.repeats))
+            _timed(lambda: advise_data(snap, rng, AnalysisSettings()), args.repeats))
     warm = CachedSource(demo, ttl_s=3600)
     ctx = AppContext(source=warm)
     overview.load_overview(ctx)
@@ -182,7 +182,7 @@ def _browser(demo: object, repeats: int) -> None:
                 deadline = t0 + 60
                 while time.perf_counter() < deadline:
                     cells = driver.find_elements(
-                        By.CSS_SELECTOR, "#overview-table td[data-dash-column=sparkline]")
+                        By.CSS_SELECTOR, "#overview-table .ag-cell[col-id=sparkline]")
                     if len(cells) >= 50 and any(b in cells[0].text for b in SPARK_BLOCKS):
                         break
                     time.sleep(0.02)

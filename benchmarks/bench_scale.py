@@ -191,6 +191,7 @@ from collectors.prom_client import PrometheusClient
 from collectors.snapshot import PrometheusSource
 if WHAT == "advise":
     from dashboard.advice import advise_fleet
+    from models.settings import AnalysisSettings
 elif WHAT == "overview":
     from collectors.cache import CachedSource
     from dashboard.context import AppContext
@@ -202,7 +203,7 @@ c0 = time.process_time()
 if WHAT == "snapshot":
     n = len(src.snapshot(AT, 300.0).queues)
 elif WHAT == "advise":
-    n = len(advise_fleet(src, at=AT, window_s=300.0, range_s=7200.0, slo_wait_s=1.0).queues)
+    n = len(advise_fleet(src, AT, AnalysisSettings()).queues)
 else:
     rows, _, _notes = overview.load_overview(AppContext(source=CachedSource(src), at=AT), AT)
     n = len(rows)

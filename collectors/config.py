@@ -45,6 +45,8 @@ from collectors.profile import (
     parse_selector,
 )
 from collectors.timeparse import parse_duration
+from models.errors import ModelInputError
+from models.settings import AnalysisSettings
 
 ENV_PREFIX = "QUEUELENS_PROMETHEUS_"
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
@@ -99,6 +101,9 @@ class QueuelensConfig:
     """Raw, validated ``prometheus:`` section; merged with env and flags by
     :func:`connection_settings`."""
     path: str | None = None
+    analysis: AnalysisSettings = field(default_factory=AnalysisSettings)
+    """The ``analysis:`` section: window, range, SLO and the advisor's thresholds every
+    surface uses (CLI flags override it)."""
 
 
 # --- URL handling -------------------------------------------------------------------------
@@ -143,7 +148,8 @@ def strip_credentials(url: str) -> str:
 
 # --- YAML ---------------------------------------------------------------------------------
 
-_TOP_KEYS = {"prometheus", "profile"}
+_TOP_KEYS = {"prometheus", "profile", "analysis"}
+_ANALYSIS_KEYS = {"window", "range", "slo", "slo_quantile", "thresholds"}
 _PROM_KEYS = {
     "url", "path_prefix", "token_file", "username", "password_file", "ca_file", "client_cert",
     "client_key", "insecure_skip_verify", "headers", "connect_timeout", "timeout", "retries",
@@ -343,7 +349,29 @@ def parse_config(text: str, origin: str = "config") -> QueuelensConfig:
     prometheus = _prometheus_section(
         _mapping(data.get("prometheus"), f"{origin}: prometheus"), f"{origin}: prometheus"
     )
-    return QueuelensConfig(profile=profile, prometheus=prometheus, path=origin)
+    analysis = _analysis(_mapping(data.get("analysis"), f"{origin}: analysis"),
+                         f"{origin}: analysis")
+    return QueuelensConfig(profile=profile, prometheus=prometheus, path=origin,
+                           analysis=analysis)
+
+
+def _analysis(section: Mapping[str, Any], where: str) -> AnalysisSettings:
+    """``analysis: {window: 5m, range: 2h, slo: 1s, slo_quantile: 0.95, thresholds: {...}}``."""
+    _unknown(section, _ANALYSIS_KEYS, where)
+    durations = {key: parse_duration_s(section[key], f"{where}.{key}")
+                 for key in ("window", "range", "slo") if key in section}
+    quantile = section.get("slo_quantile")
+    if quantile is not None and (isinstance(quantile, bool)
+                                 or not isinstance(quantile, int | float)):
+        raise ConfigError(f"{where}.slo_quantile: expected a number like 0.95, got {quantile!r}")
+    try:
+        return AnalysisSettings().with_overrides(
+            window_s=durations.get("window"), range_s=durations.get("range"),
+            slo_wait_s=durations.get("slo"),
+            slo_quantile=float(quantile) if quantile is not None else None,
+            thresholds=_mapping(section.get("thresholds"), f"{where}.thresholds"))
+    except ModelInputError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def load_config(path: str | Path | None) -> QueuelensConfig:

@@ -1,11 +1,13 @@
 """Run the advisor over a source: one snapshot + one range read for the whole fleet.
 
-:func:`advise_fleet` is what the ``advise`` command and the what-if page call. It reads the
-source exactly twice (``snapshot`` and ``range`` for all queues), however many queues there
-are, then runs the advisor over all queues at once (:func:`models.advisor.advise_many`,
-the verdicts of :func:`models.advisor.advise` per queue). :func:`advise_data` does the same from
-a snapshot and range read the caller already has: the overview badges share the sparklines'
-range read and the queue page's verdict card shares its charts' read.
+:func:`advise_fleet` is what every surface calls, with the one
+:class:`models.settings.AnalysisSettings`. It reads the source exactly twice (``snapshot``
+and ``range`` over the settings' range and step, for all queues), however many queues there
+are, then runs the advisor over all queues at once (:func:`models.advisor.assess_many`) and
+builds each queue's capacity plan (:func:`models.plan.plan_many`) — the one answer the
+overview, the queue page, the what-if page, ``advise``, ``whatif`` and the reports show.
+:func:`advise_data` does the same from a snapshot and range read the caller already has (the
+overview's sparklines share the advisor's range read).
 :func:`histories_from_range` turns the matrices of a :class:`collectors.types.RangeData` into
 the advisor's :class:`models.advisor.QueueHistory` objects.
 """
@@ -25,26 +27,16 @@ from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
 from models.advisor import (
     HISTORY_FIELDS,
     AdviceRequest,
-    AdvisorThresholds,
     ProcessTotals,
     QueueHistory,
     Verdict,
-    advise_many,
+    assess_many,
     histories_from_table,
-    sizing_inputs,
+    worker_count,
 )
+from models.plan import CapacityPlan, PlanRequest, plan_many
+from models.settings import AnalysisSettings
 from models.whatif import WhatIfInputs, WhatIfResult, whatif_sweep
-
-RANGE_POINTS = 120
-"""Points per queue the range read asks for (step = range / 120, at least MIN_STEP_S)."""
-MIN_STEP_S = 15.0
-
-DASHBOARD_RANGE_S = 3600.0
-"""History the dashboard pages give the advisor: the last hour...
-"""
-DASHBOARD_STEP_S = 150.0
-"""...at one point per 150 s (25 points) — the overview's sparkline read, so one range call
-serves both the sparklines and the advisor."""
 
 # QueueHistory series -> RangeData signal names, first present wins.
 _SIGNALS: Mapping[str, tuple[str, ...]] = {
@@ -124,6 +116,10 @@ class QueueAdvice:
     queue: str
     verdicts: tuple[Verdict, ...]
     labels: Mapping[str, str] = field(default_factory=dict)
+    plan: CapacityPlan | None = None
+    """The queue's capacity plan (:mod:`models.plan`): what every surface shows."""
+    snapshot: QueueSnapshot | None = None
+    """What was measured for the queue (the plan's inputs)."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +131,19 @@ class FleetAdvice:
     slo_wait_s: float
     queues: tuple[QueueAdvice, ...]
     warnings: tuple[str, ...] = ()
+    settings: AnalysisSettings = field(default_factory=AnalysisSettings)
+    history: bool = True
+    """Whether a history was read (False: ``--range`` was turned off or could not be read)."""
+
+    def describe(self) -> str:
+        """What the advice was computed from, in one phrase (pages and reports state it)."""
+        text = self.settings.describe()
+        if not self.history:
+            text = text.split(", ", 1)[-1] + " (no history: the snapshot only)"
+        return f"{text}; {self.source}"
+
+    def plan(self, queue: str) -> CapacityPlan | None:
+        return next((qa.plan for qa in self.queues if qa.queue == queue), None)
 
     def payload(self) -> dict[str, Any]:
         """The documented JSON shape of ``queuelens advise --format json``."""
@@ -144,9 +153,11 @@ class FleetAdvice:
             "range_s": self.range_s,
             "source": self.source,
             "slo_wait_s": self.slo_wait_s,
+            "settings": self.settings.payload(),
             "queues": [
                 {
                     "queue": qa.queue,
+                    "plan": qa.plan.payload() if qa.plan is not None else None,
                     "verdicts": [verdict_payload(v) for v in qa.verdicts],
                 }
                 for qa in self.queues
@@ -194,96 +205,94 @@ def process_totals(
 
 @dataclass(frozen=True)
 class QueueWhatIf:
-    """The what-if of one measured queue: the advisor's verdicts and the sweep it sized with,
-    from one snapshot and one range read."""
+    """The what-if of one measured queue: its plan and the sweep over the worker range asked
+    for, from one snapshot and one range read."""
 
     advice: FleetAdvice
     queue: QueueSnapshot
+    plan: CapacityPlan | None
     inputs: WhatIfInputs | None
-    """The advisor's sizing inputs (:func:`models.advisor.sizing_inputs`), the worker range
-    replaced by the one asked for; None when λ, the work time or c was not measured."""
+    """The plan's sizing inputs, the worker range replaced by the one asked for; None when
+    λ, the work time or c was not measured."""
     result: WhatIfResult | None
 
 
 def queue_whatif(
     source: Source,
     at: float,
-    window_s: float,
-    range_s: float | None,
-    slo_wait_s: float,
+    settings: AnalysisSettings,
     queue: str,
     *,
     keys: int | None = None,
     workers: tuple[int, int] | None = None,
-    thresholds: AdvisorThresholds | None = None,
+    history: bool = True,
 ) -> QueueWhatIf:
     """:func:`advise_fleet` for ``queue`` plus the what-if sweep over ``workers`` (default:
-    the advisor's own range) with the inputs the advisor sized the queue with."""
-    snap, rng = _read(source, at, window_s, range_s, queue)
-    advice = advise_data(snap, rng, range_s=range_s, slo_wait_s=slo_wait_s, queue=queue,
-                         thresholds=thresholds, keys={queue: keys} if keys else None)
-    measured = next(q for q in snap.queues if q.queue == queue)
-    history = histories_from_range(rng, [queue]).get(queue) if rng is not None else None
-    inputs = sizing_inputs(measured, history, slo_wait_s=slo_wait_s, thresholds=thresholds,
-                           keys=keys)
+    the plan's own range) with the inputs the plan sized the queue with."""
+    advice = advise_fleet(source, at, settings, queue, keys={queue: keys} if keys else None,
+                          history=history)
+    measured = advice.queues[0].snapshot
+    assert measured is not None
+    plan = advice.queues[0].plan
+    inputs = plan.sizing if plan is not None else None
     result = None
     if inputs is not None:
         if workers is not None:
             inputs = replace(inputs, workers_min=workers[0], workers_max=workers[1])
         result = whatif_sweep(inputs)
-    return QueueWhatIf(advice, measured, inputs, result)
+    return QueueWhatIf(advice, measured, plan, inputs, result)
 
 
-def _read(source: Source, at: float, window_s: float, range_s: float | None,
-          queue: str | None) -> tuple[Snapshot, RangeData | None]:
+def source_framework(source: Source | None) -> str | None:
+    """``controller-runtime`` or ``component-base``: the profile a Prometheus source reads
+    with (the knob of a plan depends on it); None for a source without a profile."""
+    profile = getattr(source, "profile", None)
+    name = getattr(profile, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def _read(source: Source, at: float, settings: AnalysisSettings, queue: str | None,
+          history: bool = True) -> tuple[Snapshot, RangeData | None]:
     """The snapshot and the advisor's range read (:data:`HISTORY_SIGNALS`) of one advice."""
-    for name, val in (("time", at), ("window", window_s)):
-        if not math.isfinite(val):
-            raise ConfigError(f"The {name} must be a finite number, got {val!r}.")
-    if range_s is not None and not (math.isfinite(range_s) and range_s > 0):
-        raise ConfigError(f"The range must be a positive duration, got {range_s!r}.")
-    snap = source.snapshot(at, window_s)
+    if not math.isfinite(at):
+        raise ConfigError(f"The time must be a finite number, got {at!r}.")
+    snap = source.snapshot(at, settings.window_s)
     rng: RangeData | None = None
-    if range_s is not None and (queue is None or any(q.queue == queue for q in snap.queues)):
-        step = max(range_s / RANGE_POINTS, MIN_STEP_S)
-        rng = source.range(at - range_s, at, step, [queue] if queue is not None else None,
-                           HISTORY_SIGNALS)
+    if history and (queue is None or any(q.queue == queue for q in snap.queues)):
+        rng = source.range(at - settings.range_s, at, settings.step_s,
+                           [queue] if queue is not None else None, HISTORY_SIGNALS)
     return snap, rng
 
 
 def advise_fleet(
     source: Source,
     at: float,
-    window_s: float,
-    range_s: float | None,
-    slo_wait_s: float,
+    settings: AnalysisSettings,
     queue: str | None = None,
     *,
-    thresholds: AdvisorThresholds | None = None,
     keys: Mapping[str, int] | None = None,
+    history: bool = True,
 ) -> FleetAdvice:
-    """Verdicts for every queue (or the one named): one ``snapshot`` and, when ``range_s`` is
-    given, one ``range`` call over ``[at − range_s, at]`` for all the queues."""
-    snap, rng = _read(source, at, window_s, range_s, queue)
-    return advise_data(snap, rng, range_s=range_s, slo_wait_s=slo_wait_s, queue=queue,
-                       thresholds=thresholds, keys=keys)
+    """Plans and verdicts for every queue (or the one named): one ``snapshot`` and, unless
+    ``history`` is False, one ``range`` call over the settings' range for all the queues."""
+    snap, rng = _read(source, at, settings, queue, history)
+    return advise_data(snap, rng, settings, queue=queue, keys=keys,
+                       framework=source_framework(source))
 
 
 def advise_data(
     snap: Snapshot,
     rng: RangeData | None,
+    settings: AnalysisSettings,
     *,
-    range_s: float | None,
-    slo_wait_s: float,
     queue: str | None = None,
-    thresholds: AdvisorThresholds | None = None,
     keys: Mapping[str, int] | None = None,
+    framework: str | None = None,
 ) -> FleetAdvice:
-    """Verdicts from a snapshot and a range read the caller already has (no source calls).
-
-    The dashboard pages use this to share one range read between their charts and the
-    advisor (the overview's sparklines, the queue page's history). ``rng`` may cover more
-    queues than the one named; ``range_s`` is only reported back."""
+    """Plans and verdicts from a snapshot and a range read the caller already has (no source
+    calls). ``rng`` should be read with the settings' range and step (:func:`advice_range`):
+    that is what makes every surface give the same answer. It may cover more queues than
+    the one named."""
     chosen: Sequence[QueueSnapshot] = list(snap.queues)
     if queue is not None:
         chosen = [q for q in snap.queues if q.queue == queue]
@@ -304,20 +313,16 @@ def advise_data(
             process=totals.get(pk) if pk is not None else None,
         ))
     # One batched call: the queueing models run vectorized over all queues at once.
-    verdicts = advise_many(requests, slo_wait_s=slo_wait_s, thresholds=thresholds)
-    out = [QueueAdvice(q.queue, v, dict(q.labels))
-           for q, v in zip(chosen, verdicts, strict=True)]
+    assessments = assess_many(requests, slo_wait_s=settings.slo_wait_s,
+                              thresholds=settings.thresholds)
+    plans = plan_many([
+        PlanRequest(q.queue, a, histories.get(q.queue), worker_count(q.workers),
+                    q.arrival_rate_per_s, framework)
+        for q, a in zip(chosen, assessments, strict=True)], settings)
+    out = [QueueAdvice(q.queue, a.verdicts, dict(q.labels), p, q)
+           for q, a, p in zip(chosen, assessments, plans, strict=True)]
     return FleetAdvice(
-        at=snap.at, window_s=snap.window_s, range_s=range_s, source=snap.source,
-        slo_wait_s=slo_wait_s, queues=tuple(out), warnings=tuple(warnings),
+        at=snap.at, window_s=snap.window_s, range_s=settings.range_s if rng is not None
+        else None, source=snap.source, slo_wait_s=settings.slo_wait_s, queues=tuple(out),
+        warnings=tuple(warnings), settings=settings, history=rng is not None,
     )
-
-
-def recommended_workers(verdicts: Sequence[Verdict]) -> tuple[int, Verdict] | None:
-    """The worker count the advisor recommends — the ``workers`` of the first verdict (in the
-    advisor's impact order) whose recommendation names one — and that verdict; else None."""
-    for v in verdicts:
-        c = v.recommendation.get("workers")
-        if isinstance(c, int) and not isinstance(c, bool) and c >= 1:
-            return c, v
-    return None

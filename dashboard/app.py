@@ -40,6 +40,7 @@ from collectors.config import QueuelensConfig
 from collectors.types import Source
 from dashboard.context import AppContext
 from dashboard.report import export_control, export_manager, register_export_callbacks
+from models.settings import AnalysisSettings
 
 PAGE_MODULES: tuple[str, ...] = ("overview", "queue", "whatif", "lab", "keys", "retries")
 """Modules in dashboard/pages/, each with ``register(app, ctx)``; registration order."""
@@ -89,8 +90,11 @@ def build_dash_app(
     refresh_s: float = 15.0,
     config: QueuelensConfig | None = None,
     at: float | None = None,
+    settings: AnalysisSettings | None = None,
 ) -> dash.Dash:
-    """Build the multi-page Dash app reading from ``source`` (see module docstring)."""
+    """Build the multi-page Dash app reading from ``source`` (see module docstring).
+    ``settings``: the analysis settings of every page (default: the config file's
+    ``analysis:`` section, else the defaults)."""
     import importlib
     import math
 
@@ -106,7 +110,10 @@ def build_dash_app(
     if not isinstance(source, CachedSource):
         # one shared, time-bounded cache per app: ten tabs cost one set of queries
         source = CachedSource(source, ttl_s=float(refresh_s), align_s=min(5.0, refresh_s))
-    ctx = AppContext(source=source, refresh_s=float(refresh_s), config=config, at=at)
+    if settings is None:
+        settings = config.analysis if config is not None else AnalysisSettings()
+    ctx = AppContext(source=source, refresh_s=float(refresh_s), config=config, at=at,
+                     settings=settings)
 
     app = dash.Dash(
         "queuelens",
@@ -153,10 +160,11 @@ def create_app(
     refresh_s: float = 15.0,
     config: QueuelensConfig | None = None,
     at: float | None = None,
+    settings: AnalysisSettings | None = None,
 ) -> flask.Flask:
     """The WSGI app (the Dash app's Flask server), e.g. for gunicorn."""
     server: flask.Flask = build_dash_app(source, refresh_s=refresh_s, config=config,
-                                         at=at).server
+                                         at=at, settings=settings).server
     return server
 
 

@@ -118,6 +118,65 @@ def parse_int_range(text: str) -> tuple[int, int]:
     return low, high
 
 
+def add_settings_arguments(parser: Any, *, window: bool = True, history: bool = True,
+                           slo: bool = True, thresholds: bool = True) -> None:
+    """The analysis settings every command shares (:class:`models.settings.AnalysisSettings`):
+    a flag left out keeps the config file's ``analysis:`` value, else the one default."""
+    if window:
+        parser.add_argument("--window", type=parse_duration, default=None, metavar="DURATION",
+                            help="rate window of the snapshot (default 5m; a bare number is "
+                                 "seconds)")
+    if history:
+        parser.add_argument("--range", dest="range_s", type=parse_duration, default=None,
+                            metavar="DURATION",
+                            help="history the advisor reads, one point per max(range/120, 15s) "
+                                 "(default 2h)")
+    if slo:
+        parser.add_argument("--slo", type=parse_duration, default=None, metavar="DURATION",
+                            help="queue-wait objective (default 1s)")
+        parser.add_argument("--slo-quantile", type=fraction_open, default=None, metavar="Q",
+                            help="the wait quantile the SLO applies to (default 0.95)")
+    if thresholds:
+        parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
+                            help="override one advisor threshold (repeat; names in "
+                                 "docs/advisor.md)")
+
+
+def fraction_open(text: str) -> float:
+    """A number strictly between 0 and 1 (a quantile, a utilization target)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
+    return value
+
+
+def settings_from_args(args: argparse.Namespace, config: Any = None) -> Any:
+    """The :class:`models.settings.AnalysisSettings` of a command: the config file's
+    ``analysis:`` section (``config``: a loaded :class:`collectors.config.QueuelensConfig`),
+    then the flags of :func:`add_settings_arguments` that were given."""
+    from models.errors import ModelInputError
+    from models.settings import AnalysisSettings
+
+    base = getattr(config, "analysis", None) or AnalysisSettings()
+    overrides: dict[str, str] = {}
+    for item in getattr(args, "threshold", None) or []:
+        name, sep, value = str(item).partition("=")
+        if not sep or not name.strip():
+            raise CliError(f"--threshold expects NAME=VALUE, got {item!r}.")
+        overrides[name.strip()] = value.strip()
+    try:
+        return base.with_overrides(
+            window_s=getattr(args, "window", None), range_s=getattr(args, "range_s", None),
+            slo_wait_s=getattr(args, "slo", None),
+            slo_quantile=getattr(args, "slo_quantile", None),
+            thresholds=overrides or None, where="--threshold")
+    except ModelInputError as exc:
+        raise CliError(str(exc)) from None
+
+
 def add_format_argument(parser: argparse.ArgumentParser, choices: Sequence[str] = FORMATS) -> None:
     parser.add_argument(
         "--format", choices=list(choices), default="table", help="output format (default: table)"

@@ -11,13 +11,14 @@ or the fixed evaluation time ``at`` of an app built to show one moment (``queuel
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import dash
 
 from collectors.config import QueuelensConfig
 from collectors.types import Source
+from models.settings import AnalysisSettings
 
 
 def register_page(module: str, **kwargs: Any) -> None:
@@ -31,14 +32,23 @@ class AppContext:
     """Where the pages read metrics; None only for an app built without any source."""
     refresh_s: float = 15.0
     """Live refresh period of the data pages (seconds)."""
-    window_s: float = 300.0
-    """Rate window for snapshots (seconds)."""
-    slo_wait_s: float = 1.0
-    """Queue-wait objective the advisor judges against on every page (seconds)."""
     config: QueuelensConfig | None = None
     """Parsed --config file (profile, Prometheus settings), if any."""
     at: float | None = None
     """Fixed evaluation time (unix seconds) of every read; None: the wall clock."""
+    settings: AnalysisSettings = field(default_factory=AnalysisSettings)
+    """Window, range, step, SLO and thresholds of every page (the config file's
+    ``analysis:`` section and ``serve``'s flags): the same as ``advise`` and the reports."""
+
+    @property
+    def window_s(self) -> float:
+        """Rate window for snapshots (seconds)."""
+        return self.settings.window_s
+
+    @property
+    def slo_wait_s(self) -> float:
+        """Queue-wait objective the advisor judges against on every page (seconds)."""
+        return self.settings.slo_wait_s
 
     def now(self) -> float:
         """The time the pages read the source at: ``at`` when fixed, else ``time.time()``."""

@@ -47,14 +47,17 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
+from collectors.types import RangeData, Snapshot, Source
 from dashboard.advice import verdict_payload
 from dashboard.cliutil import format_csv, jsonable
+from dashboard.plan_words import change_text, plan_facts
 from dashboard.rules import prometheus_duration
 from dashboard.signals import Series, capacity_per_s, combine
-from models.advisor import SEVERITIES, AdvisorThresholds, Verdict, threshold_table
+from models.advisor import SEVERITIES, Verdict, threshold_table
 from models.errors import ModelInputError
-from models.whatif import MAX_WORKERS, WhatIfInputs, WhatIfResult, whatif_sweep
+from models.plan import CapacityPlan
+from models.settings import AnalysisSettings
+from models.whatif import WhatIfResult, whatif_sweep
 
 if TYPE_CHECKING:
     import dash
@@ -69,10 +72,6 @@ EXTENSIONS: Mapping[str, str] = {"html": "html", "md": "md", "json": "json", "cs
 MIME_TYPES: Mapping[str, str] = {
     "html": "text/html", "md": "text/markdown", "json": "application/json", "csv": "text/csv",
 }
-
-DEFAULT_RANGE_S = 86400.0
-DEFAULT_WINDOW_S = 300.0
-DEFAULT_SLO_S = 1.0
 
 CSV_COLUMNS: tuple[str, ...] = (
     "queue", "severity", "verdicts", "recommended_workers", "workers", "busy_workers",
@@ -183,6 +182,7 @@ class QueueReport:
     whatif: WhatIfResult | None
     whatif_note: str
     missing: Mapping[str, str] = field(default_factory=dict)
+    plan: CapacityPlan | None = None
 
 
 @dataclass(frozen=True)
@@ -201,6 +201,9 @@ class Report:
     assumptions: tuple[Assumption, ...] = ASSUMPTIONS
     thresholds: tuple[Mapping[str, Any], ...] = ()
     warnings: tuple[str, ...] = ()
+    settings: AnalysisSettings = field(default_factory=AnalysisSettings)
+    described: str = ""
+    """The settings and source in one phrase ("last 2 h (a point every 60 s), …; demo")."""
 
     def severity_counts(self) -> dict[str, int]:
         counts = dict.fromkeys(SEVERITY_ORDER, 0)
@@ -253,26 +256,18 @@ def _finite(value: float | None) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _sweep(q: QueueSnapshot, slo_s: float, slo_quantile: float,
-           recommended: int | None) -> tuple[WhatIfResult | None, str]:
-    lam, svc, c = q.arrival_rate_per_s, q.service_mean_s, q.workers
-    absent = [name for name, v in (("arrival rate", lam), ("mean work time", svc),
-                                   ("worker count", c)) if v is None]
-    if lam is None or svc is None or c is None:
-        return None, f"No what-if sweep: {', '.join(absent)} not measured."
-    if not svc > 0:
-        return None, "No what-if sweep: the mean work time is not a usable value."
-    current = max(1, round(c))
-    top = max(16, 2 * current, (recommended or 0) + 2, math.ceil(lam * svc) + 4)
+def _sweep(plan: CapacityPlan | None) -> tuple[WhatIfResult | None, str]:
+    """The plan's own sweep (its inputs: the design demand, E[S], the SLO), as a result."""
+    if plan is None or plan.sizing is None:
+        return None, "No what-if sweep: the arrival rate, the mean work time or the worker " \
+                     "count was not measured."
     try:
-        result = whatif_sweep(WhatIfInputs(
-            arrival_rate_per_s=lam, service_mean_s=svc, workers_min=1,
-            workers_max=min(top, MAX_WORKERS), slo_wait_s=slo_s, slo_quantile=slo_quantile,
-        ))
+        result = whatif_sweep(plan.sizing)
     except ModelInputError as exc:
         return None, f"No what-if sweep: {exc}"
-    return result, (f"{result.model} at the current arrival rate {_num(lam)}/s and mean work "
-                    f"time {_num(svc)} s; current workers {current}.")
+    return result, (f"{result.model} at the design demand {_num(plan.demand_per_s)}/s and "
+                    f"mean work time {_num(plan.service_mean_s)} s; current workers "
+                    f"{plan.workers_now}.")
 
 
 def _series_of(range_data: RangeData | None) -> dict[str, dict[str, Series]]:
@@ -292,52 +287,39 @@ def _series_of(range_data: RangeData | None) -> dict[str, dict[str, Series]]:
 def build_report(
     source: Source,
     at: float,
+    settings: AnalysisSettings | None = None,
     *,
-    range_s: float = DEFAULT_RANGE_S,
-    window_s: float = DEFAULT_WINDOW_S,
-    slo_wait_s: float = DEFAULT_SLO_S,
-    thresholds: AdvisorThresholds | None = None,
     progress: Progress | None = None,
     generated_at: float | None = None,
 ) -> Report:
-    """Read the source once (snapshot + range for all queues) and build the report model.
+    """Read the source once (snapshot + range for all queues, with ``settings``: the same
+    reads and plans as every other surface) and build the report model.
 
-    Raises ConfigError / CollectorError from the source, ModelInputError for a bad SLO."""
-    from dashboard.advice import (
-        HISTORY_SIGNALS,
-        MIN_STEP_S,
-        RANGE_POINTS,
-        advise_fleet,
-        recommended_workers,
-    )
+    Raises ConfigError / CollectorError from the source."""
+    from dashboard.advice import HISTORY_SIGNALS, advise_fleet
 
+    settings = settings or AnalysisSettings()
     report_progress = progress or _no_progress
-    if not (math.isfinite(slo_wait_s) and slo_wait_s > 0):
-        raise ModelInputError(f"The wait SLO must be a positive number of seconds, got "
-                              f"{slo_wait_s!r}.")
-    th = thresholds or AdvisorThresholds()
     memo = _MemoSource(source)
     report_progress("reading the source", 0, 1)
-    advice = advise_fleet(memo, at, window_s, range_s, slo_wait_s, thresholds=th)
-    snap = memo.snapshot(at, window_s)
-    step = max(range_s / RANGE_POINTS, MIN_STEP_S)
+    advice = advise_fleet(memo, at, settings)
+    range_s, step = settings.range_s, settings.step_s
     range_data = memo.ranges.get((at - range_s, at, step, tuple(sorted(HISTORY_SIGNALS))))
-    by_queue = {q.queue: q for q in snap.queues}
     series = _series_of(range_data)
     total = len(advice.queues)
     out: list[QueueReport] = []
     for i, qa in enumerate(advice.queues):
         report_progress(f"analysing {qa.queue}", i, total)
-        q = by_queue[qa.queue]
-        found = recommended_workers(qa.verdicts)
-        rec = None if found is None else found[0]
-        sweep, note = _sweep(q, slo_wait_s, th.slo_quantile, rec)
+        q = qa.snapshot
+        assert q is not None
+        plan = qa.plan
+        sweep, note = _sweep(plan)
         top = qa.verdicts[0] if qa.verdicts else None
         row = QueueRow(
             queue=q.queue,
             severity=top.severity if top else "ok",
             verdicts=tuple(v.kind for v in qa.verdicts),
-            recommended_workers=rec,
+            recommended_workers=plan.recommended_workers if plan is not None else None,
             workers=_finite(q.workers),
             busy_workers=_finite(q.busy_workers),
             utilization=_finite(q.utilization),
@@ -358,17 +340,19 @@ def build_report(
             arrival=s.get("arrival_rate_per_s", ([], [])),
             throughput=s.get("throughput_per_s", ([], [])),
             capacity=combine(s.get("workers"), s.get("service_mean_s")),
-            whatif=sweep, whatif_note=note, missing=dict(q.missing),
+            whatif=sweep, whatif_note=note, missing=dict(q.missing), plan=plan,
         ))
     report_progress("analysed", total, total)
     rank = {s: i for i, s in enumerate(SEVERITY_ORDER)}
     out.sort(key=lambda r: (rank.get(r.row.severity, len(rank)), r.row.queue))
+    th = settings.thresholds
     return Report(
         generated_at=time.time() if generated_at is None else generated_at,
         at=advice.at, window_s=advice.window_s, range_s=range_s, start=advice.at - range_s,
-        end=advice.at, step_s=step, source=source.name, slo_wait_s=slo_wait_s,
+        end=advice.at, step_s=step, source=source.name, slo_wait_s=settings.slo_wait_s,
         slo_quantile=th.slo_quantile, queues=tuple(out),
         thresholds=tuple(threshold_table(th)), warnings=tuple(advice.warnings),
+        settings=settings, described=advice.describe(),
     )
 
 
@@ -435,6 +419,8 @@ def report_payload(report: Report) -> dict[str, Any]:
                        "range_s": report.range_s, "step_s": report.step_s,
                        "window_s": report.window_s},
         "slo": {"wait_s": report.slo_wait_s, "quantile": report.slo_quantile},
+        "settings": report.settings.payload(),
+        "described": report.described,
         "summary": {"queues": len(report.queues), "by_severity": report.severity_counts(),
                     "by_verdict": report.kind_counts()},
         "queues": [
@@ -442,16 +428,13 @@ def report_payload(report: Report) -> dict[str, Any]:
                 "queue": q.row.queue,
                 "labels": dict(q.labels),
                 "row": q.row.cells() | {"verdicts": list(q.row.verdicts)},
+                "plan": q.plan.payload() if q.plan is not None else None,
                 "verdicts": [verdict_payload(v) for v in q.verdicts],
-                "whatif": None if q.whatif is None else {
-                    "model": q.whatif.model,
-                    "recommended_workers": q.whatif.recommendation.workers,
-                    "rows": [
-                        {"workers": r.workers, "utilization": r.utilization,
-                         "stable": r.stable, "wait_mean_s": r.wait_mean_s,
-                         "wait_p95_s": r.wait_p95_s, "p_wait_over_slo": r.p_wait_over_slo}
-                        for r in q.whatif.rows
-                    ],
+                "whatif": None if q.plan is None or not q.plan.rows else {
+                    "model": q.plan.model,
+                    "recommended_workers": q.plan.recommended_workers,
+                    "band_source": q.plan.band_source,
+                    "rows": q.plan.rows_payload(),
                 },
                 "missing": dict(q.missing),
             }
@@ -512,11 +495,36 @@ def _md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _md_plan(plan: CapacityPlan | None) -> list[str]:
+    """The queue's capacity plan in the words of the dashboard's card (:mod:`plan_words`)."""
+    if plan is None:
+        return []
+    payload = plan.payload()
+    lines = [f"**{md_text(plan.headline)}** "
+             + " ".join(f"`{md_text(t)}`" for t in plan.tags), ""]
+    lines += [_md_row(["Plan", "Value", "Why"]), _md_row(["---", "---", "---"])]
+    lines += [_md_row([md_text(label), md_text(value), md_text(note)])
+              for label, value, note in plan_facts(payload)]
+    lines += ["", "What to do, best first:", ""]
+    lines += [f"{i}. {md_text(o.action)} — trade-off: {md_text(o.tradeoff)}"
+              for i, o in enumerate(plan.options, 1)]
+    if plan.knobs:
+        lines += ["", "Where to set it: " + "; ".join(
+            f"`{md_text(k.setting)}` ({md_text(k.how)})" for k in plan.knobs)]
+    change = change_text(payload["change"])
+    if change:
+        lines += ["", f"Check the change: {md_text(change)}"]
+    if plan.caveats:
+        lines += ["", "Caveats:", ""] + [f"- {md_text(c)}" for c in plan.caveats]
+    return [*lines, ""]
+
+
 def render_markdown(report: Report) -> str:
     lines = [
         "# queuelens capacity report",
         "",
         f"- **Source:** {md_text(report.source)}",
+        f"- **Settings:** {md_text(report.described)}",
         f"- **Time range:** {md_text(_range_text(report))}",
         f"- **SLO:** {md_text(_slo_text(report))}",
         f"- **Generated:** {_utc(report.generated_at)}",
@@ -541,6 +549,7 @@ def render_markdown(report: Report) -> str:
             lines.append("Labels: " + ", ".join(f"{md_text(k)}={md_text(v)}"
                                                   for k, v in sorted(q.labels.items())))
             lines.append("")
+        lines += _md_plan(q.plan)
         for v in q.verdicts:
             lines.append(f"### {md_text(v.headline)} — {md_text(v.severity)} · "
                          f"`{md_text(v.kind)}` (confidence {100 * v.confidence:.0f} %)")
@@ -623,7 +632,7 @@ def queue_figures(q: QueueReport, report: Report) -> list[dict[str, Any]]:
                                         "no range data for this queue"))
     if q.whatif is not None:
         rows = q.whatif.rows
-        recommended = q.row.recommended_workers or q.whatif.recommendation.workers
+        recommended = q.row.recommended_workers
         charts.append(fg.whatif_wait_figure(
             [r.workers for r in rows], [r.wait_mean_s for r in rows],
             [r.wait_p95_s for r in rows], [r.utilization for r in rows],
@@ -760,6 +769,30 @@ def _plotlyjs() -> str:
     return js.replace("</script", "<\\/script")
 
 
+def _html_plan(plan: CapacityPlan | None) -> str:
+    """The queue's capacity plan (escaped text only), as the dashboard's card words it."""
+    if plan is None:
+        return ""
+    payload = plan.payload()
+    tags = " ".join(f"<code>{_e(t)}</code>" for t in plan.tags)
+    facts = "".join(f'<tr><th scope="row">{_e(label)}</th><td><strong>{_e(value)}</strong>'
+                    f'<span class="note"> {_e(note)}</span></td></tr>'
+                    for label, value, note in plan_facts(payload))
+    options = "".join(f"<li>{_e(o.action)}<br><span class=\"note\">Trade-off: "
+                      f"{_e(o.tradeoff)}</span></li>" for o in plan.options)
+    knobs = "".join(f"<li><code>{_e(k.setting)}</code> — {_e(k.how)}</li>" for k in plan.knobs)
+    change = change_text(payload["change"])
+    caveats = "".join(f"<li>{_e(c)}</li>" for c in plan.caveats)
+    return (f'<div class="plan"><h3>{_e(plan.headline)}</h3><p>{tags}</p>'
+            f"<table><tbody>{facts}</tbody></table>"
+            f"<p>What to do, best first:</p><ol>{options}</ol>"
+            + (f"<p>Where to set it:</p><ul>{knobs}</ul>" if knobs else "")
+            + (f"<p><strong>Check the change:</strong> {_e(change)}</p>" if change else "")
+            + (f"<details><summary>caveats</summary><ul>{caveats}</ul></details>"
+               if caveats else "")
+            + "</div>")
+
+
 def render_html(report: Report, progress: Progress | None = None) -> str:
     """One self-contained HTML page (plotly.js inlined once; no external resources)."""
     step = progress or _no_progress
@@ -780,7 +813,7 @@ def render_html(report: Report, progress: Progress | None = None) -> str:
     charts = ChartData()
     for i, q in enumerate(report.queues):
         step(f"rendering {q.row.queue}", i, total)
-        verdicts = []
+        verdicts = [_html_plan(q.plan)]
         for v in q.verdicts:
             cls = v.severity if v.severity in SEVERITY_ORDER else "info"
             parts = [f'<div class="verdict {cls}"><h3>{_e(v.headline)}</h3><p>'
@@ -836,6 +869,7 @@ def render_html(report: Report, progress: Progress | None = None) -> str:
 <dt>source</dt><dd id="report-source">{_e(report.source)}</dd>
 <dt>time range</dt><dd>{_e(_range_text(report))}</dd>
 <dt>SLO</dt><dd>{_e(_slo_text(report))}</dd>
+<dt>settings</dt><dd id="report-settings">{_e(report.described)}</dd>
 <dt>generated</dt><dd>{_e(_utc(report.generated_at))}</dd>
 </dl></header>
 <main>
@@ -966,7 +1000,7 @@ def progress_update(label: str, done: int, total: int) -> ExportProgress:
 
 
 def export_payload(source: Source | None, fmt: str, now: float,
-                   window_s: float = DEFAULT_WINDOW_S, progress: Progress | None = None
+                   settings: AnalysisSettings | None = None, progress: Progress | None = None
                    ) -> tuple[dict[str, Any] | None, str]:
     """(dcc.Download data, status text) of a report of ``source`` at ``now``; ``progress``
     hears each step (reading, analysing each queue, rendering each queue for HTML)."""
@@ -977,7 +1011,7 @@ def export_payload(source: Source | None, fmt: str, now: float,
     if source is None:
         return None, "No data source is configured."
     try:
-        report = build_report(source, now, window_s=window_s, progress=progress)
+        report = build_report(source, now, settings, progress=progress)
     except (CollectorError, ModelInputError) as exc:
         return None, f"Could not build the report: {exc}"
     text = render(report, fmt, progress)
@@ -1006,7 +1040,7 @@ def run_export(ctx: AppContext | None, n_clicks: int | None, fmt: str | None,
     def progress(label: str, done: int, total: int) -> None:
         set_progress(progress_update(label, done, total))
 
-    data, status = export_payload(source, fmt or "html", ctx.now(), ctx.window_s, progress)
+    data, status = export_payload(source, fmt or "html", ctx.now(), ctx.settings, progress)
     return (data if data is not None else no_update), status
 
 

@@ -41,6 +41,8 @@ import numpy.typing as npt
 from models.contention import UslFit, fit_usl_many, usl_slowdown
 from models.errors import ModelInputError
 from models.fluid import fluid_summary
+from models.histogram import classify_quantile
+from models.options import BINDING_WORDS, OPTIONS
 from models.queueing import erlang_c
 from models.whatif import (
     MAX_WORKERS,
@@ -789,6 +791,24 @@ class AdviceRequest:
     process: ProcessTotals | None = None
 
 
+@dataclass(frozen=True)
+class Assessment:
+    """What the advisor found for one queue, beyond its verdicts: what the capacity plan
+    (:mod:`models.plan`) is built from, so the plan does not redo the advisor's work."""
+
+    verdicts: tuple[Verdict, ...]
+    sizing: WhatIfInputs | None
+    """The inputs the queue was sized with (:func:`sizing_inputs`); None without λ, E[S], c."""
+    table: WhatIfTable | None
+    """The sweep at ``sizing`` (None for a finite-key queue no rule sized, or without inputs)."""
+    usl: UslFit | None
+    """The USL fit of (busy workers, throughput) over the range, when one was made."""
+    usl_points: tuple[FloatArray, FloatArray] | None
+    """The range points that fit was made on (or would have been, had it been refused)."""
+    notes: Mapping[str, str]
+    """rule -> why it could not be evaluated (caveats of the plan)."""
+
+
 def advise_many(
     requests: Sequence[AdviceRequest],
     *,
@@ -806,6 +826,19 @@ def advise_many(
     :func:`advise`, so the verdicts and their numbers are identical; an input the batch cannot
     take is left to the per-queue path, which raises the same error :func:`advise` would.
     """
+    return [a.verdicts for a in assess_many(requests, slo_wait_s=slo_wait_s,
+                                            thresholds=thresholds, client_qps=client_qps)]
+
+
+def assess_many(
+    requests: Sequence[AdviceRequest],
+    *,
+    slo_wait_s: float = 1.0,
+    thresholds: AdvisorThresholds | None = None,
+    client_qps: float | None = None,
+) -> list[Assessment]:
+    """:func:`advise_many` with, per queue, the sizing inputs, the sweep, the USL fit and the
+    notes the verdicts were made with (:class:`Assessment`)."""
     th = thresholds or AdvisorThresholds()
     _check_options(slo_wait_s, client_qps)
     ctxs: list[_Ctx | ModelInputError] = []
@@ -821,7 +854,17 @@ def advise_many(
     for ctx, r in zip(ctxs, requests, strict=True):
         if isinstance(ctx, ModelInputError):
             raise ctx
-        out.append(_run(ctx, r.process, client_qps))
+        verdicts = _run(ctx, r.process, client_qps)
+        sizing: WhatIfInputs | None = None
+        table: WhatIfTable | None = None
+        if ctx.lam is not None and ctx.svc is not None and ctx.c is not None:
+            lam = ctx.lam_design if ctx.lam_design is not None else ctx.lam
+            sizing = _sizing_inputs(ctx, lam)
+            table = ctx.sweeps.get(lam)
+        pts = ctx.usl_points
+        out.append(Assessment(
+            verdicts, sizing, table, ctx.usl if isinstance(ctx.usl, UslFit) else None,
+            pts if isinstance(pts, tuple) else None, dict(ctx.notes)))
     return out
 
 
@@ -840,8 +883,7 @@ def _context(signals: QueueSignals, history: QueueHistory | None, th: AdvisorThr
     _check_keys(keys)
     lam = _num(signals.arrival_rate_per_s)
     svc = _num(signals.service_mean_s)
-    w = _num(signals.workers)
-    c = max(1, round(w)) if w is not None and w >= 0.5 else None
+    c = worker_count(signals.workers)
     ctx = _Ctx(signals, history, th, float(slo_wait_s), keys, lam, svc, c, None, {})
     if lam is not None and lam < 0:
         raise ModelInputError(f"the arrival rate must not be negative, got {lam!r}.")
@@ -850,6 +892,14 @@ def _context(signals: QueueSignals, history: QueueHistory | None, th: AdvisorThr
     if design:
         ctx.lam_design = _design_demand(ctx)
     return ctx
+
+
+def worker_count(workers: float | None) -> int | None:
+    """The configured worker count c as a whole number — the one rounding every surface
+    uses: the nearest integer, at least 1; None when not measured or below ½ (a gauge that
+    reads 0.4 is a scrape artefact or a controller that is not running, not a worker)."""
+    w = _num(workers)
+    return max(1, round(w)) if w is not None and w >= 0.5 else None
 
 
 def _check_keys(keys: int | None) -> None:
@@ -1326,39 +1376,12 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
 
 
 BINDING_LIMITS: Mapping[str, str] = MappingProxyType({
-    "client_limiter": "the API client's rate limiter (a token bucket shared by every worker "
-                      "of the process)",
-    "api_server": "the API server (it answers 429: API Priority and Fairness rejects the "
-                  "process's requests)",
-    "write_conflicts": "write conflicts (409s rising with concurrency)",
-    "coherency": "coherency (throughput falls past a peak worker count)",
-    "shared_resource": "something shared by the workers (a lock or serial section, a "
-                       "database, a downstream service)",
-})
-"""What the contention verdict can name as the limit, in words."""
+    k: BINDING_WORDS[k] for k in ("client_limiter", "api_server", "write_conflicts",
+                                  "coherency", "shared_resource")})
+"""What the contention verdict can name as the limit, in words (:mod:`models.options`)."""
 
 _CONTENTION_STEPS: Mapping[str, list[str]] = MappingProxyType({
-    "client_limiter": [
-        "reduce API calls per reconcile (read from the informer cache, patch instead of "
-        "update, skip no-op writes)",
-        "raise the client's QPS/Burst (rest.Config) only if the API server's priority level "
-        "has room",
-        "the budget is shared by every controller of the process: count them all"],
-    "api_server": [
-        "give the controller's ServiceAccount its own FlowSchema/priority level, or raise the "
-        "level's seats, instead of adding workers",
-        "reduce API calls per reconcile; lists and watches from the informer cache"],
-    "write_conflicts": [
-        "patch (server-side apply) instead of update, so concurrent writers do not collide",
-        "shard the keys so one object is not written by several controllers"],
-    "coherency": [
-        "do not run more workers than the peak worker count",
-        "find what the workers coordinate on (a shared cache lock, a global map) and split it"],
-    "shared_resource": [
-        "find what the passes wait on together (a mutex, a database connection pool, a "
-        "downstream rate limit): the work time rises with throughput",
-        "shorten or split the serial part of the pass; more workers only queue on it"],
-})
+    k: [o.action for o in OPTIONS[k]] for k in BINDING_LIMITS})
 
 
 def _binding_limit(reasons: Mapping[str, str], evidence: Mapping[str, Any], c: int | None
@@ -1650,6 +1673,46 @@ def _backlog_growing(ctx: _Ctx, contention: Verdict | None) -> Verdict | None:
                     _margin_conf(ratio / th.overload_ratio * 4))
 
 
+def _wait_p95_bucket(s: QueueSignals) -> tuple[float, float] | None:
+    """(lo, hi] of the histogram bucket the observed queue-wait p95 fell in, when the signals
+    carry it (``QueueSnapshot.quantile_bounds``; read with ``getattr`` so that a signals object
+    without bounds — a test fake, a quantile Prometheus computed — still satisfies
+    :class:`QueueSignals`)."""
+    bounds: Mapping[str, tuple[float, float]] = getattr(s, "quantile_bounds", None) or {}
+    b = bounds.get("queue_wait_p95_s")
+    if b is None or math.isnan(b[0]) or math.isnan(b[1]):
+        return None
+    return float(b[0]), float(b[1])
+
+
+def _observed_wait_vs_slo(s: QueueSignals, slo_s: float) -> str | None:
+    """``"above"``, ``"within"`` or ``"uncertain"``: the observed queue-wait p95 against the SLO
+    as far as its histogram bucket proves it; None when the p95 is not measured.
+
+    The true p95 lies in its bucket ``(lo, hi]`` (:func:`models.histogram.bucket_quantile`).
+    A bucket at most ×2 wide is compared by the interpolated value, the number the pages show
+    (right within ×2, :func:`models.histogram.classify_quantile`); a wider (decade) bucket or
+    the +Inf bucket by its bounds: **above** when ``lo >= SLO`` (every value in the bucket
+    exceeds it), **within** when ``hi <= SLO``, **uncertain** when the SLO lies inside the
+    bucket or the buckets contradict the mean wait. Without bounds the value is compared as it
+    is. Rules act on an observation only when it is proven, in both directions: an observed
+    miss needs "above" (with p95 "between 1 s and 10 s" and a 2 s SLO the miss is a guess of the
+    interpolation; the model's own SLO test and the utilization rule still apply), and removing
+    workers needs "within" (a p95 that may exceed the SLO keeps its workers)."""
+    observed = _num(s.queue_wait_p95_s)
+    if observed is None:
+        return None
+    bucket = _wait_p95_bucket(s)
+    if bucket is not None:
+        lo, hi = bucket
+        kind = classify_quantile(lo, hi, q=0.95, mean=_num(s.queue_wait_mean_s)).kind
+        if kind != "exact":
+            if kind == "unsupported" and not math.isinf(hi):
+                return "uncertain"  # the buckets contradict the mean: neither is proof
+            return "above" if lo >= slo_s else "within" if hi <= slo_s else "uncertain"
+    return "above" if observed > slo_s else "within"
+
+
 def _add_workers(ctx: _Ctx, blockers: list[str], backlog: Verdict | None) -> Verdict | None:
     lam, svc, c = _core(ctx)
     if blockers:
@@ -1666,7 +1729,8 @@ def _add_workers(ctx: _Ctx, blockers: list[str], backlog: Verdict | None) -> Ver
         res.meets_slo(th.slo_quantile)[c - int(res.workers[0])]
     )
     observed = _num(ctx.s.queue_wait_p95_s)
-    observed_miss = observed is not None and observed > ctx.slo_s
+    observed_vs_slo = _observed_wait_vs_slo(ctx.s, ctx.slo_s)
+    observed_miss = observed_vs_slo == "above"  # proven by the bucket bounds, not guessed
     if not (rho_d >= th.util_high or model_miss or observed_miss):
         return None
     if rec_c is None or rec_c <= c:
@@ -1689,7 +1753,8 @@ def _add_workers(ctx: _Ctx, blockers: list[str], backlog: Verdict | None) -> Ver
         "add_workers", "critical" if model_miss or observed_miss else "warning", summary,
         {"arrival_rate_per_s": lam, "design_arrival_rate_per_s": lam_d,
          "service_mean_s": svc, "workers": c, "utilization_design": rho_d,
-         "observed_wait_p95_s": observed, "demand_cv": cv, "model": res.model,
+         "observed_wait_p95_s": observed, "observed_wait_p95_vs_slo": observed_vs_slo,
+         "demand_cv": cv, "model": res.model,
          "slo_wait_s": ctx.slo_s, "slo_quantile": th.slo_quantile, "keys": ctx.keys,
          "caveats": _sizing_caveats(ctx),
          **_row_evidence(current, "current_")},
@@ -1715,9 +1780,8 @@ def _over_provisioned(ctx: _Ctx) -> Verdict | None:
     rho_d = lam_d * svc / c
     if rho_d > th.util_low_peak:
         return None
-    observed = _num(ctx.s.queue_wait_p95_s)
-    if observed is not None and observed > ctx.slo_s:
-        return None
+    if _observed_wait_vs_slo(ctx.s, ctx.slo_s) in ("above", "uncertain"):
+        return None  # never remove workers while the observed p95 may exceed the SLO
     slo_c, sized_c, res = _sizing(ctx, lam_d)
     if slo_c is None or sized_c is None:
         return None
@@ -1764,6 +1828,14 @@ def _insufficient(ctx: _Ctx, missing_fields: list[str]) -> Verdict:
     )
 
 
+def _wait_p95_text(s: QueueSignals, wait: float | None) -> str:
+    """The observed p95 as its bucket supports it: the value, or "≤ hi" for a wider bucket."""
+    bucket = _wait_p95_bucket(s)
+    if bucket is None or classify_quantile(*bucket).kind == "exact":
+        return _fmt_s(wait)
+    return f"≤ {_fmt_s(bucket[1])}"
+
+
 def _healthy(ctx: _Ctx) -> Verdict:
     s = ctx.s
     busy = _num(s.busy_workers)
@@ -1776,8 +1848,8 @@ def _healthy(ctx: _Ctx) -> Verdict:
         summary = (
             "Healthy: "
             + (f"utilization {100 * rho:.0f} %" if rho is not None else "utilization n/a")
-            + (f", wait p95 {_fmt_s(wait)} within the {_fmt_s(ctx.slo_s)} SLO"
-               if wait is not None and wait <= ctx.slo_s else "")
+            + (f", wait p95 {_wait_p95_text(s, wait)} within the {_fmt_s(ctx.slo_s)} SLO"
+               if _observed_wait_vs_slo(s, ctx.slo_s) == "within" else "")
             + "; no contention, retry, hot-key or stuck-worker signs."
         )
     return _verdict(

@@ -1,11 +1,14 @@
 """``queuelens report``: a capacity report of every queue, as HTML, Markdown, JSON or CSV.
 
-    queuelens report [--demo | --prometheus URL] [--at TIME] [--range 24h] [--window 5m]
-                     [--slo 1s] [--config FILE] --format html|md|json|csv [-o FILE] [--verbose]
+    queuelens report [--demo | --prometheus URL] [--at TIME] [--range 2h] [--window 5m]
+                     [--slo 1s] [--slo-quantile Q] [--threshold NAME=VALUE ...]
+                     [--config FILE] --format html|md|json|csv [-o FILE] [--verbose]
 
-Reads one snapshot and one range for the whole fleet (through the advisor, see
-:mod:`dashboard.advice`), then writes the report (:mod:`dashboard.report`) to ``FILE``
-(atomically: a partial file never replaces a good one) or to stdout with ``-o -``.
+Reads one snapshot and one range for the whole fleet with the one analysis settings (the
+config file's ``analysis:``, then the flags; the same defaults as ``advise`` and the
+dashboard), through the advisor and the capacity plans (:mod:`dashboard.advice`), then
+writes the report (:mod:`dashboard.report`) to ``FILE`` (atomically: a partial file never
+replaces a good one) or to stdout with ``-o -``.
 Progress goes to stderr: a bar when stderr is a terminal, plain lines with ``--verbose``
 otherwise, nothing by default.
 """
@@ -19,9 +22,10 @@ from typing import Any
 
 from dashboard.cliutil import (
     ProgressBar,
+    add_settings_arguments,
     check_output_path,
-    parse_duration,
     parse_time,
+    settings_from_args,
     write_text_atomically,
 )
 
@@ -44,12 +48,7 @@ def register(subparsers: Any) -> None:
     add_source_arguments(parser)
     parser.add_argument("--at", type=parse_time, default=None, metavar="TIME",
                         help="end of the report range: unix seconds or RFC 3339 (default: now)")
-    parser.add_argument("--range", dest="range_s", type=parse_duration, default=86400.0,
-                        metavar="DURATION", help="history the report covers (default 24h)")
-    parser.add_argument("--window", type=parse_duration, default=300.0, metavar="DURATION",
-                        help="rate window of the snapshot (default 5m)")
-    parser.add_argument("--slo", type=parse_duration, default=1.0, metavar="DURATION",
-                        help="queue-wait objective: p95 wait within it (default 1s)")
+    add_settings_arguments(parser)
     parser.add_argument("--format", required=True, choices=["html", "md", "json", "csv"],
                         help="report format")
     parser.add_argument("-o", "--output", metavar="FILE", default="-",
@@ -60,6 +59,7 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from collectors.config import load_config
     from collectors.connect import close_source, source_from_args
     from dashboard.report import build_report, render
 
@@ -67,11 +67,12 @@ def handle(args: argparse.Namespace) -> int:
         check_output_path(args.output, "-o")  # before the work, not after it
     tty = sys.stderr.isatty()
     bar = ProgressBar(sys.stderr, tty) if (tty or args.verbose) else None
-    source = source_from_args(args)
+    config = load_config(args.config)
+    settings = settings_from_args(args, config)
+    source = source_from_args(args, config=config)
     at = time.time() if args.at is None else args.at
     try:
-        report = build_report(source, at, range_s=args.range_s, window_s=args.window,
-                              slo_wait_s=args.slo, progress=bar)
+        report = build_report(source, at, settings, progress=bar)
         text = render(report, args.format, progress=bar)
     finally:
         if bar is not None:

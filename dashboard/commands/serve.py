@@ -23,7 +23,13 @@ import ipaddress
 import sys
 from typing import Any
 
-from dashboard.cliutil import CliError, parse_duration, parse_time
+from dashboard.cliutil import (
+    CliError,
+    add_settings_arguments,
+    parse_duration,
+    parse_time,
+    settings_from_args,
+)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8050
@@ -57,6 +63,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--at", type=parse_time, default=None, metavar="TIME",
                         help="show the fleet at this fixed time (RFC 3339 or unix seconds) "
                              "instead of now")
+    add_settings_arguments(parser)
     parser.set_defaults(func=handle)
 
 
@@ -79,8 +86,10 @@ def handle(args: argparse.Namespace) -> int:
     from collectors.connect import source_from_args
 
     config = load_config(args.config)
+    settings = settings_from_args(args, config)
     source = source_from_args(args, config=config)
-    server = create_app(source, refresh_s=args.refresh, config=config, at=args.at)
+    server = create_app(source, refresh_s=args.refresh, config=config, at=args.at,
+                        settings=settings)
     if not _is_loopback(args.host):
         sys.stderr.write(
             f"queuelens: warning: binding {args.host} exposes the dashboard to the network "

@@ -19,8 +19,10 @@ from typing import Any
 from dashboard.cliutil import (
     CliError,
     add_format_argument,
+    add_settings_arguments,
     emit,
     fraction,
+    fraction_open,
     jsonable,
     non_negative_float,
     parse_duration,
@@ -28,6 +30,7 @@ from dashboard.cliutil import (
     parse_time,
     positive_float,
     positive_int,
+    settings_from_args,
 )
 
 COLUMNS = (
@@ -95,10 +98,7 @@ def register(subparsers: Any) -> None:
                       help="the measured queue: its inputs come from the source")
     live.add_argument("--at", type=parse_time, default=None, metavar="TIME",
                       help="evaluation time: unix seconds or RFC 3339 (default: now)")
-    live.add_argument("--window", type=parse_duration, default=300.0, metavar="DURATION",
-                      help="rate window of the snapshot (default 5m, as advise)")
-    live.add_argument("--range", dest="range_s", type=parse_duration, default=7200.0,
-                      metavar="DURATION", help="history read (default 2h, as advise)")
+    add_settings_arguments(live, slo=False)
     add_source_arguments(parser)
     parser.add_argument(
         "--service-cv2",
@@ -162,8 +162,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--slo-quantile",
-        type=float,
-        default=0.95,
+        type=fraction_open,
+        default=None,
         metavar="Q",
         help="quantile the SLO applies to (default 0.95)",
     )
@@ -181,8 +181,7 @@ def handle(args: argparse.Namespace) -> int:
                        "measured queue.")
     if (args.sigma is None) != (args.kappa is None):
         raise CliError("--sigma and --kappa go together: give both or neither")
-    if not 0.0 < args.slo_quantile < 1.0:
-        raise CliError(f"--slo-quantile must be between 0 and 1, got {args.slo_quantile!r}")
+    quantile = 0.95 if args.slo_quantile is None else args.slo_quantile
     low, high = args.workers or (1, 16)
     inputs = WhatIfInputs(
         arrival_rate_per_s=args.arrival_rate,
@@ -195,7 +194,7 @@ def handle(args: argparse.Namespace) -> int:
         workers_min=low,
         workers_max=high,
         slo_wait_s=args.slo,
-        slo_quantile=args.slo_quantile,
+        slo_quantile=quantile,
         utilization_target=args.utilization_target,
     )
     result = whatif_sweep(inputs)
@@ -219,13 +218,20 @@ def handle(args: argparse.Namespace) -> int:
 _LIVE_SIGNALS = ("arrival_rate_per_s", "throughput_per_s", "busy_workers", "workers")
 """Measured inputs reported with their PromQL (the service time is busy / throughput)."""
 
+LIVE_COLUMNS = (*COLUMNS, "wait_mean_lo_s", "wait_mean_hi_s", "wait_p95_lo_s",
+                "wait_p95_hi_s", "utilization_lo", "utilization_hi", "throughput_fit_per_s")
+"""The rows of a measured queue: the sweep's columns plus the plan's band (the same sweep
+at the lowest and highest demand of the range) and the fitted USL curve, where known."""
+
 
 def _live(args: argparse.Namespace) -> int:
     """The what-if of a measured queue (see the module docstring)."""
     import time
 
+    from collectors.config import load_config
     from collectors.connect import close_source, source_from_args
-    from dashboard.advice import queue_whatif, recommended_workers
+    from dashboard.advice import queue_whatif
+    from models.plan import PlanRow
 
     for flag, value in (("--arrival-rate", args.arrival_rate),
                         ("--service-mean", args.service_mean), ("--sigma", args.sigma),
@@ -235,52 +241,67 @@ def _live(args: argparse.Namespace) -> int:
                            "measured.")
     if args.service_cv2 != 1.0 or args.arrival_cv2 != 1.0:
         raise CliError("--service-cv2/--arrival-cv2 are for the offline form.")
-    slo = 1.0 if args.slo is None else args.slo
-    source = source_from_args(args)
+    config = load_config(args.config)
+    settings = settings_from_args(args, config)
+    if args.utilization_target is not None and args.utilization_target != _DEFAULT_TARGET:
+        settings = settings.with_overrides(
+            thresholds={"util_target": args.utilization_target})
+    source = source_from_args(args, config=config)
     at = time.time() if args.at is None else args.at
     try:
-        plan = queue_whatif(source, at, args.window, args.range_s, slo, args.queue,
-                            keys=args.keys, workers=args.workers)
+        found = queue_whatif(source, at, settings, args.queue, keys=args.keys,
+                             workers=args.workers)
     finally:
         close_source(source)
-    verdicts = plan.advice.queues[0].verdicts
-    found = recommended_workers(verdicts)
-    contention = next((v for v in verdicts if v.kind == "contention"), None)
-    first = found[1] if found is not None else verdicts[0]
+    plan = found.plan
+    assert plan is not None
     recommendation = {
-        "workers": found[0] if found is not None else None,
-        "reason": f"{first.kind}: {first.summary}",
-        "binding_limit": (contention.evidence.get("binding_limit")
-                          if contention is not None else None),
-        "verdicts": [v.kind for v in verdicts],
+        "workers": plan.recommended_workers,
+        "workers_now": plan.workers_now,
+        "rule": plan.rule,
+        "reason": f"{plan.headline}. Rule: {plan.rule_text}.",
+        "binding_limit": plan.binding_limit,
+        "ceiling_per_s": plan.ceiling_per_s,
+        "confidence": plan.confidence,
+        "verdicts": [v.kind for v in plan.verdicts],
     }
     profile = getattr(source, "profile", None)
-    promql = ({sq.signal: sq.promql for sq in profile.queries(args.window)}
+    promql = ({sq.signal: sq.promql for sq in profile.queries(settings.window_s)}
               if profile is not None else {})
-    q = plan.queue
+    q = found.queue
     measured = {name: {"value": getattr(q, name), "promql": promql.get(name)}
                 for name in _LIVE_SIGNALS}
     measured["service_mean_s"] = {"value": q.service_mean_s,
                                   "promql": "busy_workers / throughput_per_s"}
     inputs: dict[str, Any] = {
-        "queue": args.queue, "source": plan.advice.source, "at": plan.advice.at,
-        "window_s": args.window, "range_s": args.range_s, "slo_wait_s": slo,
+        "queue": args.queue, "source": found.advice.source, "at": found.advice.at,
+        "window_s": settings.window_s, "range_s": settings.range_s,
+        "step_s": settings.step_s, "slo_wait_s": settings.slo_wait_s,
+        "slo_quantile": settings.slo_quantile, "described": found.advice.describe(),
         "measured": measured,
-        "sized_with": jsonable(plan.inputs) if plan.inputs is not None else None,
+        "sized_with": jsonable(found.inputs) if found.inputs is not None else None,
     }
-    result = plan.result
-    rows = ([{c: getattr(r, c) for c in COLUMNS} for r in result.rows]
-            if result is not None else [])
+    result = found.result
+    by_workers = {r.workers: r for r in plan.rows}
+    rows = []
+    for r in result.rows if result is not None else ():
+        row = {c: getattr(r, c) for c in COLUMNS}
+        band = by_workers.get(r.workers)
+        for c in LIVE_COLUMNS[len(COLUMNS):]:
+            row[c] = getattr(band, c) if isinstance(band, PlanRow) else None
+        rows.append(row)
     payload = {"inputs": inputs, "model": result.model if result is not None else None,
-               "rows": rows, "recommendation": recommendation,
-               "warnings": list(plan.advice.warnings)}
-    sized = plan.inputs
-    header = (f"queue: {args.queue}   source: {plan.advice.source}   "
+               "rows": rows, "band_source": plan.band_source,
+               "recommendation": recommendation, "plan": plan.payload(),
+               "warnings": list(found.advice.warnings)}
+    sized = found.inputs
+    header = (f"queue: {args.queue}   {found.advice.describe()}\n"
               + (f"λ (design) = {sized.arrival_rate_per_s:.4g}/s  E[S] = "
                  f"{sized.service_mean_s:.4g} s  model: {result.model if result else '—'}"
                  if sized is not None else "not enough data to size this queue"))
-    rec = recommendation["workers"]
+    rec = plan.recommended_workers
     footer = (f"recommendation (as advise): {rec if rec is not None else 'no worker count'} "
               f"— {recommendation['reason']}")
-    emit(args.format, payload, rows, COLUMNS, header=header, footer=footer)
+    columns = LIVE_COLUMNS if args.format != "table" else COLUMNS
+    emit(args.format, payload, rows, columns, header=header, footer=footer)
     return 0

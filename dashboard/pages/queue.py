@@ -35,15 +35,19 @@ import numpy as np
 from dash import Input, Output, State, dcc, html
 
 from collectors.errors import CollectorError
-from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
+from collectors.types import QueueSnapshot, RangeData, Source
 from dashboard import figures as fg
-from dashboard.advice import advise_data
+from dashboard.advice import advise_fleet
+from dashboard.card import Evidence, plan_evidence, render_plan_card
 from dashboard.context import AppContext, register_page
+from dashboard.numbers import sig
 from dashboard.signals import Series, capacity_per_s, combine, ratio
 from models.advisor import Verdict
 from models.errors import ModelInputError
 from models.fluid import fluid_backlog, fluid_summary
+from models.plan import CapacityPlan
 from models.queueing import erlang_c, erlang_c_wait_quantile
+from models.settings import AnalysisSettings
 
 PATH_TEMPLATE = "/queue/<name>"
 
@@ -92,6 +96,10 @@ class QueueView:
     """The advisor's verdicts for the queue, in its order of impact."""
     advice_note: str = ""
     """What the verdicts were computed from (range, SLO), or why there are none."""
+    plan: CapacityPlan | None = None
+    """The queue's capacity plan (the same as ``advise``'s and the other pages')."""
+    evidence: tuple[Evidence, ...] = ()
+    source: str = ""
 
 
 def range_step(range_s: float) -> float:
@@ -103,19 +111,8 @@ def fmt(value: float | None, unit: str = "", digits: int = 3) -> str:
     """'1.23 s', '0.5 /s' — or 'no data' for a missing or non-finite value (never 0)."""
     if value is None or not math.isfinite(value):
         return "no data"
-    text = _sig(value, digits)
+    text = sig(value, digits)
     return f"{text} {unit}".rstrip() if unit else text
-
-
-def _sig(value: float, digits: int = 3) -> str:
-    """``digits`` significant digits without exponent for 0.001 ≤ |v| < 1e6: 0.7151 → '0.715',
-    670.2 → '670', 12.0 → '12'; exponent form outside that range: '4.04e-04'."""
-    if value == 0:
-        return "0"
-    magnitude = abs(value)
-    if magnitude >= 1e6 or magnitude < 1e-3:
-        return f"{value:.{digits - 1}e}"
-    return fg.format_number(value, max(0, digits - 1 - math.floor(math.log10(magnitude))))
 
 
 def signal_series(range_data: RangeData, queue: str) -> dict[str, Series]:
@@ -168,12 +165,12 @@ def fluid_projection(
 
 def _duration(seconds: float) -> str:
     if seconds < 120:
-        return f"{_sig(seconds)} s"
+        return f"{sig(seconds)} s"
     if seconds < 7200:
-        return f"{_sig(seconds / 60)} min"
+        return f"{sig(seconds / 60)} min"
     if seconds < 2 * 86400:
-        return f"{_sig(seconds / 3600)} h"
-    return f"{_sig(seconds / 86400)} days"
+        return f"{sig(seconds / 3600)} h"
+    return f"{sig(seconds / 86400)} days"
 
 
 def model_fit(q: QueueSnapshot) -> tuple[str, ...]:
@@ -211,11 +208,17 @@ def model_fit(q: QueueSnapshot) -> tuple[str, ...]:
 
 def _versus(observed: float | None, model: float) -> str:
     r = ratio(observed, model)
-    return "" if r is None else f" (observed is {_sig(r, 2)}× the model)"
+    return "" if r is None else f" (observed is {sig(r, 2)}× the model)"
 
 
 def measures(q: QueueSnapshot) -> tuple[Measure, ...]:
-    """The five things to measure together before adding workers (spec), from the snapshot."""
+    """The five things to measure together before adding workers (spec), from the snapshot.
+
+    The p95s are written as far as their histogram bucket supports them
+    (:func:`dashboard.numbers.snapshot_quantile_text`: a range for a decade bucket), and a
+    p95 whose bucket lies below the mean says so in the note."""
+    from dashboard.numbers import number_text, snapshot_quantile_note, snapshot_quantile_text
+
     x = q.throughput_per_s
     why = dict(q.missing)
 
@@ -223,17 +226,25 @@ def measures(q: QueueSnapshot) -> tuple[Measure, ...]:
         reasons = [why[f] for f in fields if f in why]
         return base + (f" Missing: {reasons[0]}." if reasons else "")
 
+    def with_tail(text: str, name: str, what: str) -> str:
+        extra = snapshot_quantile_note(q, name, what)
+        return f"{text} {extra}" if extra else text
+
     classes = dict(q.api_calls_by_class_per_s)
     conflict = classes.get("409")
     throttled = classes.get("429")
     return (
         Measure("queue age (wait before a worker picks the item up)",
-                f"p95 {fmt(q.queue_wait_p95_s, 's')} · mean {fmt(q.queue_wait_mean_s, 's')}",
-                note("workqueue_queue_duration_seconds.", "queue_wait_p95_s")),
+                f"p95 {snapshot_quantile_text(q, 'queue_wait_p95_s')} · "
+                f"mean {number_text(q.queue_wait_mean_s, 's')}",
+                with_tail(note("workqueue_queue_duration_seconds.", "queue_wait_p95_s"),
+                          "queue_wait_p95_s", "items")),
         Measure("reconcile duration (work time)",
-                f"p95 {fmt(q.work_p95_s, 's')} · mean {fmt(q.service_mean_s, 's')} · "
-                f"longest running {fmt(q.longest_running_s, 's')}",
-                note("workqueue_work_duration_seconds.", "work_p95_s", "service_mean_s")),
+                f"p95 {snapshot_quantile_text(q, 'work_p95_s')} · "
+                f"mean {number_text(q.service_mean_s, 's')} · "
+                f"longest running {number_text(q.longest_running_s, 's')}",
+                with_tail(note("workqueue_work_duration_seconds.", "work_p95_s",
+                               "service_mean_s"), "work_p95_s", "passes")),
         Measure("retry counts",
                 f"{fmt(q.retries_per_s, '/s')} · {fmt(ratio(q.retries_per_s, x))} per "
                 f"reconcile · errors {fmt(q.errors_per_s, '/s')}",
@@ -252,11 +263,14 @@ def measures(q: QueueSnapshot) -> tuple[Measure, ...]:
 
 
 def queue_view(source: Source | None, name: str, range_key: str, now: float,
-               window_s: float = 300.0, slo_wait_s: float = 1.0) -> QueueView:
+               settings: AnalysisSettings | None = None) -> QueueView:
     """Read the queue from ``source`` and build the page's content (see module docstring).
 
-    The advisor's verdicts come from the same snapshot and range read as the charts
-    (:func:`dashboard.advice.advise_data`): no further source call."""
+    The capacity plan comes from the settings' reads (:func:`dashboard.advice.advise_fleet`:
+    the shared snapshot and the advisor's range read of this queue, whatever range the
+    charts show), so the card says what ``advise`` and the other pages say."""
+    settings = settings or AnalysisSettings()
+    window_s = settings.window_s
     if source is None:
         return QueueView(name, "No data source is configured.")
     if not name:
@@ -286,30 +300,28 @@ def queue_view(source: Source | None, name: str, range_key: str, now: float,
     except CollectorError as exc:
         series = {}
         warnings.append(f"Could not read the history: {exc}")
-    verdicts, advice_note = queue_advice(snap, rng, name, range_key, slo_wait_s)
+    verdicts, advice_note, plan = queue_advice(source, now, name, settings)
     projection, fluid_text = fluid_projection(q, now, range_s / 4)
     figs = build_figures(series, step, projection, now)
     summary = (f"{len(series.get('depth_current', ([], []))[0])} points per signal, one every "
                f"{_duration(step)}, from {snap.source}.")
     if warnings:
         summary += " " + " ".join(warnings)
+    evidence = (plan_evidence(q, plan, getattr(source, "profile", None))
+                if plan is not None else ())
     return QueueView(q.queue, "", figs, measures(q), model_fit(q), fluid_text, summary,
-                     verdicts, advice_note)
+                     verdicts, advice_note, plan, evidence, snap.source)
 
 
-def queue_advice(snap: Snapshot, rng: RangeData | None, name: str, range_key: str,
-                 slo_wait_s: float) -> tuple[tuple[Verdict, ...], str]:
-    """(verdicts, note): the advisor over the page's own snapshot and range read."""
+def queue_advice(source: Source, now: float, name: str, settings: AnalysisSettings
+                 ) -> tuple[tuple[Verdict, ...], str, CapacityPlan | None]:
+    """(verdicts, note, plan): the queue's plan from the settings' reads."""
     try:
-        advice = advise_data(snap, rng, range_s=RANGES[range_key], slo_wait_s=slo_wait_s,
-                             queue=name)
+        advice = advise_fleet(source, now, settings, name)
     except (ModelInputError, CollectorError) as exc:
-        return (), f"No advisor verdict: {exc}"
-    history = (f"the last {range_key} of history" if rng is not None
-               else "the current snapshot only (no history could be read)")
-    note = (f"From {history} and rates over the last {_duration(snap.window_s)}; wait SLO "
-            f"{fmt(slo_wait_s, 's')}. Most important first.")
-    return advice.queues[0].verdicts, note
+        return (), f"No capacity plan: {exc}", None
+    note = f"From {advice.describe()}. Most important first."
+    return advice.queues[0].verdicts, note, advice.queues[0].plan
 
 
 def build_figures(
@@ -428,17 +440,19 @@ def render_verdict(v: Verdict) -> html.Li:
 
 
 def render_verdicts(view: QueueView) -> Any:
-    """The verdict card (``#queue-verdicts``): the advisor's verdicts in its order."""
+    """The advice card (``#queue-verdicts``): the plan (:func:`dashboard.card.
+    render_plan_card`), with the advisor's verdicts in full, in its order, folded inside."""
     if view.message:
         return ""
     if not view.verdicts:
         return html.P(view.advice_note or "No advisor verdict.", className="ql-note")
-    return html.Div(
-        [html.H2("Advisor: will more workers help?"),
-         html.P(view.advice_note, className="ql-note"),
-         html.Ol([render_verdict(v) for v in view.verdicts], className="ql-verdict-list")],
-        className="ql-card ql-verdict-card",
-    )
+    details = html.Div([html.P(view.advice_note, className="ql-note"),
+                        html.Ol([render_verdict(v) for v in view.verdicts],
+                                className="ql-verdict-list")])
+    if view.plan is None:
+        return html.Div([html.H2("Advisor: will more workers help?"), details],
+                        className="ql-card ql-verdict-card")
+    return render_plan_card(view.plan, view.evidence, view.source, details)
 
 
 def render_view(view: QueueView) -> tuple[Any, ...]:
@@ -543,5 +557,5 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
     )
     def _refresh(range_key: str | None, _n: int | None, name: str | None) -> tuple[Any, ...]:
         view = queue_view(ctx.source, name or "", range_key or DEFAULT_RANGE, ctx.now(),
-                          ctx.window_s, ctx.slo_wait_s)
+                          ctx.settings)
         return (*render_view(view), render_verdicts(view), int(ctx.refresh_s * 1000))

@@ -1,11 +1,12 @@
 """What-if (`/whatif`, optional `?queue=NAME`): how many workers does this queue need?
 
-Starting point: the selected queue's measured arrival rate λ and mean work time from one
-``snapshot``, and its contention σ, κ fitted with the Universal Scalability Law
-(:func:`models.contention.fit_usl`) to throughput vs busy workers over the last
-:data:`FIT_RANGE_S` of history (one ``range`` read) when the history spans enough load —
-else the user types them. Every value can be overridden. Multipliers scale λ and the work
-time ("traffic doubles", "the API gets 50 % slower").
+Starting point: the selected queue's capacity plan (:mod:`models.plan`, through
+:func:`dashboard.advice.advise_fleet` with the app's settings — the same reads and plan as
+``advise --queue`` and the queue page): λ at the design demand, the measured mean work time,
+and the contention σ, κ of the plan's USL fit when it passed the advisor's gate — else the
+user types them. Every value can be overridden. Multipliers scale λ and the work time
+("traffic doubles", "the API gets 50 % slower"). The SLO, its quantile and the utilization
+cap of the recommendation default to the app's settings.
 
 The sweep itself is :func:`models.whatif.whatif_sweep` over the worker range of the
 ``whatif-workers`` slider (M/M/c, or G/G/c Allen–Cunneen when a cv² ≠ 1, with USL
@@ -17,11 +18,10 @@ so the callback answers in tens of milliseconds (``benchmarks/bench_dashboard.py
 runs — Dash's background callbacks would need ``diskcache``, which is not a dependency) and
 shows the simulated waits beside the formula's.
 
-``#whatif-advice`` shows the advisor's verdict for the selected queue at its *measured* demand
-(:func:`advisor_mark`: the shared snapshot + one range read of the queue over the last hour,
-the same inputs as the overview badge), and its recommended worker count is drawn on the
-three charts as a dashed purple line, beside the sweep's own dotted green recommendation for
-the typed inputs.
+``#whatif-advice`` shows the plan's headline and recommended count for the selected queue
+(:func:`advisor_mark`), drawn on the three charts as a dashed purple line, beside the sweep's
+own dotted green recommendation for the typed inputs (the same count when the inputs are the
+plan's).
 Tests call :func:`measured_inputs`, :func:`parse_params`, :func:`whatif_view` and
 :func:`simulate_view` directly; the Dash callbacks are thin.
 """
@@ -34,42 +34,30 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import dash
-import numpy as np
 from dash import Input, Output, State, dcc, html
 
-from collectors.errors import CollectorError
+from collectors.errors import CollectorError, ConfigError
 from collectors.types import QueueSnapshot, Source
 from dashboard import figures as fg
-from dashboard.advice import (
-    DASHBOARD_RANGE_S,
-    DASHBOARD_STEP_S,
-    advise_data,
-    recommended_workers,
-)
+from dashboard.advice import FleetAdvice, advise_fleet
 from dashboard.context import AppContext, register_page
 from dashboard.forms import parse_number
-from dashboard.pages.queue import fmt, signal_series
-from dashboard.signals import combine
-from models.advisor import AdvisorThresholds
-from models.contention import UslFit, fit_usl
+from dashboard.pages.queue import fmt
+from models.advisor import worker_count
 from models.errors import ModelInputError
+from models.plan import CapacityPlan
+from models.settings import AnalysisSettings
 from models.simulate import simulate
 from models.whatif import WhatIfInputs, WhatIfResult, whatif_sweep
 
 PATH = "/whatif"
-UTILIZATION_TARGET = AdvisorThresholds().util_target
-"""The recommendation's utilization cap: the advisor's, so the page recommends what
-``advise`` does for the same inputs (one worker-count rule)."""
-FIT_RANGE_S = 86400.0
-"""History used for the contention fit (24 h)."""
-FIT_STEP_S = 360.0
-FIT_MIN_R2 = 0.5
-"""Below this R² the fitted σ, κ are not used (the curve does not describe the points)."""
+UTILIZATION_TARGET = AnalysisSettings().thresholds.util_target
+"""The default utilization cap of the recommendation (the app's settings set it: the
+advisor's ``util_target``, so the page recommends what ``advise`` does for the same inputs)."""
 WORKERS_MIN, WORKERS_MAX = 1, 64
 DEFAULT_WORKERS = (1, 16)
 DEFAULT_ARRIVAL = 10.0
 DEFAULT_SERVICE = 0.25
-DEFAULT_SLO = 1.0
 SLO_QUANTILES: dict[str, float | None] = {"mean": None, "p90": 0.9, "p95": 0.95, "p99": 0.99}
 SIM_ARRIVALS = 100_000
 """Poisson arrivals per simulate run (bounded: ~2 events each, well under a second)."""
@@ -88,58 +76,47 @@ class Measured:
     service_mean_s: float | None
     service_cv2: float
     workers: float | None
-    fit: UslFit | None
+    contention: tuple[float, float] | None
+    """(σ, κ) of the plan's USL fit, when it passed the advisor's gate (R² ≥ usl_r2_min)."""
     notes: tuple[str, ...]
 
 
-def fit_contention(source: Source, queue: str, now: float) -> tuple[UslFit | None, str]:
-    """USL fit of throughput vs time-average busy workers over the last FIT_RANGE_S."""
+def queue_plan(source: Source, queue: str, now: float, settings: AnalysisSettings
+               ) -> tuple[FleetAdvice | None, str]:
+    """The queue's advice (its plan is ``advice.queues[0].plan``) from the settings' reads
+    (the same as ``advise --queue``), or why there is none."""
     try:
-        rng = source.range(now - FIT_RANGE_S, now, FIT_STEP_S, [queue])
-    except CollectorError as exc:
-        return None, f"Could not read the history for a contention fit ({exc})"
-    series = signal_series(rng, queue)
-    busy, thr = series.get("busy_workers"), series.get("throughput_per_s")
-    pairs = combine(busy, thr, "div")  # the times both series have (throughput > 0)
-    if busy is None or thr is None or not pairs[0]:
-        return None, "No busy-worker and throughput history to fit contention"
-    b = dict(zip(busy[0], busy[1], strict=True))
-    x = dict(zip(thr[0], thr[1], strict=True))
-    n = np.array([b[t] for t in pairs[0]])
-    xs = np.array([x[t] for t in pairs[0]])
-    keep = (n > 0) & (xs > 0)
-    try:
-        fit = fit_usl(n[keep], xs[keep])
-    except ModelInputError as exc:
-        return None, f"Contention not fitted: {str(exc).rstrip('.')}"
-    if fit.r2 < FIT_MIN_R2:
-        return None, (f"Contention not fitted: the USL curve explains too little of the history "
-                      f"(R² = {fit.r2:.2f} < {FIT_MIN_R2})")
-    return fit, (f"σ = {fit.sigma:.3g}, κ = {fit.kappa:.3g} fitted by the USL to throughput vs "
-                 f"busy workers over the last {FIT_RANGE_S / 3600:g} h ({fit.points} points, "
-                 f"R² = {fit.r2:.3f})")
+        return advise_fleet(source, now, settings, queue), ""
+    except ConfigError:
+        return None, f"There is no queue named “{queue}” in {source.name}."
+    except (CollectorError, ModelInputError) as exc:
+        return None, f"Could not read the queue: {exc}"
 
 
 def measured_inputs(source: Source | None, queue: str | None, now: float,
-                    window_s: float = 300.0) -> Measured:
-    """The queue's measured λ, work time, worker count and contention fit, with notes."""
+                    settings: AnalysisSettings | None = None) -> Measured:
+    """The queue's plan inputs — λ at the design demand, the measured work time, the worker
+    count and the USL fit — with notes on where each came from."""
+    settings = settings or AnalysisSettings()
     blank = Measured(None, None, 1.0, None, None, ())
     if not queue:
         return replace(blank, notes=("No queue selected: type the arrival rate and work time.",))
     if source is None:
         return replace(blank, notes=("No data source is configured.",))
-    try:
-        snap = source.snapshot(now, window_s)
-    except CollectorError as exc:
-        return replace(blank, notes=(f"Could not read the queues: {exc}",))
-    found = [q for q in snap.queues if q.queue == queue]
-    if not found:
-        return replace(blank, notes=(f"There is no queue named “{queue}” in {snap.source}.",))
-    q: QueueSnapshot = found[0]
+    advice, why = queue_plan(source, queue, now, settings)
+    if advice is None:
+        return replace(blank, notes=(why,))
+    q: QueueSnapshot | None = advice.queues[0].snapshot
+    plan = advice.queues[0].plan
+    assert q is not None
+    assert plan is not None
+    lam = plan.demand_per_s
     notes = [
-        f"λ = {fmt(q.arrival_rate_per_s, '/s')} and mean work time "
-        f"{fmt(q.service_mean_s, 's')} measured over the last {window_s:g} s "
-        f"(current workers: {fmt(q.workers)}).",
+        f"λ = {fmt(lam, '/s')}: the design demand the advisor sizes with (the larger of now, "
+        f"{fmt(q.arrival_rate_per_s, '/s')}, and the "
+        f"p{100 * settings.thresholds.design_quantile:.0f} of the range), mean work time "
+        f"{fmt(q.service_mean_s, 's')}, current workers "
+        f"{fmt(q.workers)}; {advice.describe()}.",
         "Work-time variability cannot be read reliably from the workqueue histogram's decade "
         "buckets, so cs² = 1 (exponential) is assumed: type your own if you know it.",
     ]
@@ -148,11 +125,16 @@ def measured_inputs(source: Source | None, queue: str | None, now: float,
         if value is None:
             notes.append(f"The {name} was not measured ({q.missing.get(_FIELD[name], '')}): "
                          "type it in.")
-    fit, fit_note = fit_contention(source, queue, now)
-    notes.append(fit_note + ".")
-    if fit is None:
-        notes.append("Type σ and κ to model contention, or leave it off.")
-    return Measured(q.arrival_rate_per_s, q.service_mean_s, 1.0, q.workers, fit, tuple(notes))
+    usl = plan.usl
+    contention = None
+    if usl is not None:
+        contention = (usl["sigma"], usl["kappa"])
+        notes.append(f"σ = {usl['sigma']:.3g}, κ = {usl['kappa']:.3g} fitted by the USL to "
+                     f"throughput vs busy workers over the range (R² = {usl['r2']:.2f}).")
+    else:
+        notes.append("No contention fit passed the advisor's gate for this queue: type σ and "
+                     "κ to model contention, or leave it off.")
+    return Measured(lam, q.service_mean_s, 1.0, q.workers, contention, tuple(notes))
 
 
 _FIELD = {"arrival rate": "arrival_rate_per_s", "work time": "service_mean_s"}
@@ -175,6 +157,8 @@ def parse_params(
     arrival_mult: object, service_mult: object, contention: str | None,
     sigma: object, kappa: object, slo: object, slo_quantile: str | None,
     workers: object,
+    *,
+    utilization_target: float | None = UTILIZATION_TARGET,
 ) -> WhatIfParams:
     """Turn raw widget values into sweep inputs; a bad value is a ModelInputError sentence."""
     lam = parse_number("arrival rate λ", arrival)
@@ -198,7 +182,7 @@ def parse_params(
         arrival_rate_per_s=lam * a_mult, service_mean_s=s * s_mult, service_cv2=cs2,
         arrival_cv2=ca2, sigma=sig, kappa=kap, workers_min=max(1, min(lo, hi)),
         workers_max=max(lo, hi, 1), slo_wait_s=slo_s, slo_quantile=SLO_QUANTILES[slo_quantile],
-        utilization_target=UTILIZATION_TARGET,
+        utilization_target=utilization_target,
     )
     return WhatIfParams(inputs, a_mult, s_mult, use_usl)
 
@@ -269,34 +253,25 @@ class AdvisorMark:
     """All verdict kinds for the queue, in the advisor's order."""
 
 
-def advisor_mark(source: Source | None, queue: str | None, now: float, window_s: float = 300.0,
-                 slo_wait_s: float = 1.0) -> AdvisorMark:
-    """The advisor's verdicts for ``queue`` at its *measured* demand: the (shared) snapshot
-    plus one range read of this queue over the dashboard's advisor range, as on the overview
-    and the queue page."""
+def advisor_mark(source: Source | None, queue: str | None, now: float,
+                 settings: AnalysisSettings | None = None) -> AdvisorMark:
+    """The queue's plan at its *measured* demand (the same reads and plan as ``advise`` and
+    the queue page): its recommended count is marked on the charts."""
     if not queue or source is None:
         return AdvisorMark(None, "")
-    try:
-        snap = source.snapshot(now, window_s)
-        if not any(q.queue == queue for q in snap.queues):
-            return AdvisorMark(None, "")
-        rng = source.range(now - DASHBOARD_RANGE_S, now, DASHBOARD_STEP_S, [queue])
-        advice = advise_data(snap, rng, range_s=DASHBOARD_RANGE_S, slo_wait_s=slo_wait_s,
-                             queue=queue)
-    except (CollectorError, ModelInputError) as exc:
-        return AdvisorMark(None, f"No advisor verdict: {exc}")
-    verdicts = advice.queues[0].verdicts
-    kinds = tuple(v.kind for v in verdicts)
-    basis = (f"Advisor (measured demand, last {DASHBOARD_RANGE_S / 3600:g} h, wait SLO "
-             f"{fmt(slo_wait_s, 's')})")
-    found = recommended_workers(verdicts)
-    if found is None:
-        first = verdicts[0]
-        return AdvisorMark(None, f"{basis}: {first.kind} — no worker count recommended. "
-                                 f"{first.summary}", kinds)
-    workers, verdict = found
-    return AdvisorMark(workers, f"{basis}: {verdict.kind} — c = {workers} (dashed purple "
-                                f"line on the charts). {verdict.summary}", kinds)
+    advice, why = queue_plan(source, queue, now, settings or AnalysisSettings())
+    if advice is None:
+        return AdvisorMark(None, why if why.startswith("Could not") else "")
+    plan: CapacityPlan | None = advice.queues[0].plan
+    assert plan is not None
+    kinds = plan.tags
+    basis = f"Capacity plan ({advice.describe()})"
+    if plan.recommended_workers is None:
+        return AdvisorMark(None, f"{basis}: {plan.headline} — no worker count recommended.",
+                           kinds)
+    return AdvisorMark(plan.recommended_workers,
+                       f"{basis}: {plan.headline}. Recommended: {plan.recommended_workers} "
+                       f"workers — {plan.rule_text} (dashed purple line on the charts).", kinds)
 
 
 def render_advisor(mark: AdvisorMark) -> Any:
@@ -321,8 +296,8 @@ def recommendation_text(params: WhatIfParams, result: WhatIfResult,
     if row is not None and row.wait_mean_s is not None:
         parts.append(f"At c = {row.workers}: mean wait {fmt(row.wait_mean_s, 's')}, p95 wait "
                      f"{fmt(row.wait_p95_s, 's')}, utilization {100 * row.utilization:.0f}%.")
-    if current_workers is not None and rec.workers is not None:
-        now = round(current_workers)
+    now = worker_count(current_workers)
+    if now is not None and rec.workers is not None:
         delta = rec.workers - now
         change = ("the same as now" if delta == 0 else
                   f"{abs(delta)} {'more' if delta > 0 else 'fewer'} than the {now} now")
@@ -334,7 +309,28 @@ def recommendation_text(params: WhatIfParams, result: WhatIfResult,
         + (f", USL σ = {inp.sigma:g}, κ = {inp.kappa:g}." if params.contention
            else ", no contention.")
     )
-    return " ".join(parts)
+    if inp.slo_wait_s is not None:
+        parts.append(slo_edge_note(inp.slo_wait_s))
+    return " ".join(p for p in parts if p)
+
+
+SLO_EDGES_S: tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
+"""The bucket edges of ``workqueue_queue_duration_seconds`` from 1 ms up (client-go's
+ExponentialBuckets(10e-9, 10, 12) in controller-runtime ≥ 0.17; component-base stops at
+10 s): the SLOs the measured waits can be checked against exactly. The SLO field offers
+them."""
+
+
+def slo_edge_note(slo_s: float) -> str:
+    """'' for an SLO on a bucket edge; else a sentence saying the measured check is
+    approximate (the share of waits above it is only known per decade bucket)."""
+    if any(math.isclose(slo_s, e, rel_tol=1e-9) for e in SLO_EDGES_S):
+        return ""
+    below = max((e for e in SLO_EDGES_S if e < slo_s), default=0.0)
+    above = min((e for e in SLO_EDGES_S if e > slo_s), default=math.inf)
+    return (f"The SLO {fmt(slo_s, 's')} lies between the queue-wait histogram's bucket edges "
+            f"{fmt(below, 's')} and {fmt(above, 's')}: measured waits can only be checked "
+            "against it approximately (the models' figures are exact).")
 
 
 # --- simulate -----------------------------------------------------------------------------
@@ -397,12 +393,17 @@ def simulate_view(params: WhatIfParams, workers: float | None,
 # --- layout and wiring ----------------------------------------------------------------------
 
 def _num_field(label: str, input_id: str, value: float | None, step: float | str,
-               unit: str = "") -> html.Div:
-    return html.Div(
-        [html.Label(f"{label}{f' ({unit})' if unit else ''}", htmlFor=input_id),
-         dcc.Input(id=input_id, type="number", value=value, min=0, step=step, debounce=True)],
-        className="ql-field",
-    )
+               unit: str = "", options: tuple[float, ...] = ()) -> html.Div:
+    """A number field; ``options``: values the browser suggests (an HTML datalist)."""
+    extra: dict[str, Any] = {"list": f"{input_id}-options"} if options else {}
+    children: list[Any] = [
+        html.Label(f"{label}{f' ({unit})' if unit else ''}", htmlFor=input_id),
+        dcc.Input(id=input_id, type="number", value=value, min=0, step=step, debounce=True,
+                  **extra)]
+    if options:
+        children.append(html.Datalist([html.Option(value=f"{v:g}") for v in options],
+                                      id=f"{input_id}-options"))
+    return html.Div(children, className="ql-field")
 
 
 def _multiplier(label: str, slider_id: str) -> html.Div:
@@ -470,11 +471,14 @@ def make_layout(ctx: AppContext) -> Callable[..., html.Div]:
                                          className="ql-field"),
                                 _num_field("contention σ", "whatif-sigma", 0.0, "any"),
                                 _num_field("coherency κ", "whatif-kappa", 0.0, "any"),
-                                _num_field("wait SLO", "whatif-slo", DEFAULT_SLO, "any", "s"),
+                                _num_field("wait SLO", "whatif-slo", ctx.slo_wait_s, "any",
+                                           "s", SLO_EDGES_S),
                                 html.Div([html.Label("SLO applies to", htmlFor="whatif-slo-q"),
                                           dcc.RadioItems(id="whatif-slo-q",
                                                          options=list(SLO_QUANTILES),
-                                                         value="p95", inline=True,
+                                                         value=_quantile_key(
+                                                             ctx.settings.slo_quantile),
+                                                         inline=True,
                                                          labelStyle={"marginRight": "1rem"})],
                                          className="ql-field"),
                                 html.Div([html.Label("worker range c", htmlFor="whatif-workers"),
@@ -538,6 +542,11 @@ def make_layout(ctx: AppContext) -> Callable[..., html.Div]:
     return layout
 
 
+def _quantile_key(q: float) -> str:
+    """The SLO statistic choice of a quantile (the settings'), p95 when it is not offered."""
+    return next((k for k, v in SLO_QUANTILES.items() if v == q), "p95")
+
+
 def _queue_names(ctx: AppContext) -> list[str]:
     if ctx.source is None:
         return []
@@ -554,10 +563,10 @@ def prefill(measured: Measured) -> tuple[Any, ...]:
     nu = dash.no_update
     lam = nu if measured.arrival_rate_per_s is None else round(measured.arrival_rate_per_s, 6)
     s = nu if measured.service_mean_s is None else round(measured.service_mean_s, 6)
-    if measured.fit is not None:
+    if measured.contention is not None:
         contention: Any = "usl"
-        sigma: Any = round(measured.fit.sigma, 6)
-        kappa: Any = round(measured.fit.kappa, 6)
+        sigma: Any = round(measured.contention[0], 6)
+        kappa: Any = round(measured.contention[1], 6)
     else:  # a measured queue without a usable fit: contention off, typed σ, κ kept
         contention = "none" if measured.arrival_rate_per_s is not None else nu
         sigma, kappa = nu, nu
@@ -601,7 +610,7 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Input("whatif-queue", "value"),
     )
     def _load(queue: str | None) -> tuple[Any, ...]:
-        return prefill(measured_inputs(ctx.source, queue, ctx.now(), ctx.window_s))
+        return prefill(measured_inputs(ctx.source, queue, ctx.now(), ctx.settings))
 
     @app.callback(
         Output("whatif-advice", "children"),
@@ -609,7 +618,7 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Input("whatif-queue", "value"),
     )
     def _advise(queue: str | None) -> tuple[Any, int | None]:
-        mark = advisor_mark(ctx.source, queue, ctx.now(), ctx.window_s, ctx.slo_wait_s)
+        mark = advisor_mark(ctx.source, queue, ctx.now(), ctx.settings)
         return render_advisor(mark), mark.workers
 
     @app.callback(
@@ -624,7 +633,8 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
     )
     def _sweep(*values: Any) -> tuple[Any, ...]:
         try:
-            params = parse_params(*values[:-2])
+            params = parse_params(*values[:-2],
+                                  utilization_target=ctx.settings.thresholds.util_target)
         except ModelInputError as exc:
             return sweep_outputs(_empty_view(str(exc)))
         advised = values[-1] if isinstance(values[-1], int) else None
@@ -642,7 +652,8 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
     def _simulate(_n: int, *values: Any) -> tuple[Any, ...]:
         hidden = {"height": "300px", "display": "none"}
         try:
-            params = parse_params(*values[:-1])
+            params = parse_params(*values[:-1],
+                                  utilization_target=ctx.settings.thresholds.util_target)
             raw = values[-1]
             # a fraction is refused by simulate_view (never silently truncated)
             workers = None if raw in (None, "") else parse_number("worker count", raw,

@@ -12,6 +12,7 @@ import pytest
 
 from collectors.demo import DemoSource
 from dashboard.report import build_report, render
+from models.settings import AnalysisSettings
 from tests.dashboard.test_report import HostileSource
 from tests.support.browser import Browser, chrome_driver
 
@@ -52,7 +53,8 @@ def _charts_of(i: int) -> list[str]:
 
 @pytest.fixture(scope="module")
 def demo_html() -> str:
-    return render(build_report(DemoSource(seed=0, queues=QUEUES), AT, range_s=6 * 3600), "html")
+    return render(build_report(DemoSource(seed=0, queues=QUEUES), AT,
+                               AnalysisSettings(range_s=6 * 3600)), "html")
 
 
 def test_opening_a_queue_section_draws_its_charts(
@@ -101,7 +103,7 @@ def test_breakout_queue_names_stay_text_and_charts_still_draw(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    report = build_report(HostileSource(BREAKOUTS), AT, range_s=3600)
+    report = build_report(HostileSource(BREAKOUTS), AT, AnalysisSettings(range_s=3600))
     page = _open(driver, tmp_path, render(report, "html"))
     assert driver.execute_script("return window.__pwned === undefined;")
     assert len(driver.find_elements(By.TAG_NAME, "script")) == 3

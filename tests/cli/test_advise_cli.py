@@ -38,8 +38,9 @@ def test_json_demo_fleet(capsys: pytest.CaptureFixture[str]) -> None:
     demo = DemoSource()
     assert [q["queue"] for q in out["queues"]] == list(demo.queue_names)
     for q in out["queues"]:
-        assert set(q) == {"queue", "verdicts"}
+        assert set(q) == {"queue", "plan", "verdicts"}
         assert q["verdicts"]
+        assert q["plan"]["tags"] == [v["kind"] for v in q["verdicts"]]
         for v in q["verdicts"]:
             assert {"kind", "severity", "summary", "evidence", "recommendation"} <= set(v)
             assert v["kind"] in KINDS
@@ -83,9 +84,18 @@ def test_keys_uses_the_finite_key_model(capsys: pytest.CaptureFixture[str]) -> N
 def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["advise", "--demo", "--at", str(AT_DEMO)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("source: demo")
-    assert lines[1].split()[:4] == ["queue", "severity", "verdict", "kind"]
-    assert any(line.startswith("secret") and "over_provisioned" in line for line in lines)
+    # the settings every surface states, then one line per queue from its plan
+    assert lines[0].endswith(": last 2 h (a point every 60 s), rates over 5 min, "
+                             "p95 wait ≤ 1 s; demo")
+    assert lines[1].split() == ["queue", "verdict", "workers", "binding", "demand",
+                                "confidence", "tags"]
+    secret = next(line for line in lines if line.startswith("secret"))
+    assert "Fewer workers would do: 20 → 2" in secret
+    assert "over_provisioned" in secret
+    replicaset = next(line for line in lines if line.startswith("replicaset"))
+    assert "More workers will help: 4 → 6" in replicaset
+    assert " 4 → 6 " in replicaset.replace("help: 4 → 6", "")  # the workers column
+    assert len([line for line in lines[3:] if line.strip()]) == len(DemoSource().queue_names)
 
 
 def test_unknown_queue_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -25,13 +25,8 @@ def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
 
 
 def _advised(advise: dict[str, Any]) -> dict[str, int | None]:
-    """Per queue: the workers of the first verdict (advisor order) whose recommendation names
-    a count — what `advise` recommends."""
-    out: dict[str, int | None] = {}
-    for q in advise["queues"]:
-        out[q["queue"]] = next((v["recommendation"]["workers"] for v in q["verdicts"]
-                                if isinstance(v["recommendation"].get("workers"), int)), None)
-    return out
+    """Per queue: the recommended count of its plan — what `advise` recommends."""
+    return {q["queue"]: q["plan"]["recommended_workers"] for q in advise["queues"]}
 
 
 def _check_same_as_advise(source: list[str], at: float, window: str, range_: str,
@@ -44,9 +39,11 @@ def _check_same_as_advise(source: list[str], at: float, window: str, range_: str
         live = _json(["whatif", *common, "--queue", queue, "--format", "json"], capsys)
         rec = live["recommendation"]
         assert rec["workers"] == workers, queue
+        plan = next(q for q in advise["queues"] if q["queue"] == queue)["plan"]
+        assert live["plan"] == plan, queue  # the same plan, every field
         kinds = next(q for q in advise["queues"] if q["queue"] == queue)["verdicts"]
         assert rec["verdicts"] == [v["kind"] for v in kinds], queue
-        named += workers is not None
+        named += workers is not None and workers != plan["workers_now"]  # a change
         sized = live["inputs"]["sized_with"]
         if sized is not None:
             # the sweep covers the recommendation, and the measured λ is at most the design λ

@@ -19,6 +19,7 @@ from collectors.types import RangeData, Snapshot
 from dashboard.advice import advise_fleet, history_from_range
 from dashboard.cliutil import dump_json
 from models import fleet as fl
+from models.settings import AnalysisSettings
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, JOB_A, TRUTH, WEIRD, main_scenario
 
@@ -68,7 +69,7 @@ def test_history_from_range_aligns_and_renames_signals() -> None:
 @pytest.mark.parametrize("queues", [None, 40])
 def test_fleet_reads_the_source_twice_whatever_the_queue_count(queues: int | None) -> None:
     src = CountingSource(DemoSource(queues=queues))
-    advice = advise_fleet(src, AT_DEMO, 300.0, 7200.0, 1.0)
+    advice = advise_fleet(src, AT_DEMO, AnalysisSettings())
     assert [c[0] for c in src.calls] == ["snapshot", "range"]
     assert len(advice.queues) == len(src.inner.queue_names)
     for qa in advice.queues:
@@ -77,17 +78,21 @@ def test_fleet_reads_the_source_twice_whatever_the_queue_count(queues: int | Non
 
 def test_fleet_expected_verdicts_and_json_shape() -> None:
     src = CountingSource(DemoSource())
-    advice = advise_fleet(src, AT_DEMO, 300.0, 7200.0, 1.0)
+    advice = advise_fleet(src, AT_DEMO, AnalysisSettings())
     by_queue = {qa.queue: [v.kind for v in qa.verdicts] for qa in advice.queues}
     for qa in advice.queues:
         expected = src.inner.params(qa.queue).advisor_expectation
         assert expected in by_queue[qa.queue], qa.queue
     assert by_queue["deployment"] == ["healthy"]
     payload = advice.payload()
-    assert set(payload) == {"at", "window_s", "range_s", "source", "slo_wait_s", "queues",
-                            "warnings"}
+    assert set(payload) == {"at", "window_s", "range_s", "source", "slo_wait_s", "settings",
+                            "queues", "warnings"}
+    assert payload["settings"]["step_s"] == 60.0
+    assert payload["settings"]["described"] == (
+        "last 2 h (a point every 60 s), rates over 5 min, p95 wait ≤ 1 s")
     first = payload["queues"][0]
-    assert set(first) == {"queue", "verdicts"}
+    assert set(first) == {"queue", "plan", "verdicts"}
+    assert first["plan"]["headline"] == first["verdicts"][0]["headline"]
     assert set(first["verdicts"][0]) == {"kind", "severity", "headline", "summary",
                                          "confidence", "evidence", "recommendation"}
     import io
@@ -101,7 +106,7 @@ def test_fleet_expected_verdicts_and_json_shape() -> None:
 def test_every_regime_keeps_its_verdict_through_the_day(hour: int) -> None:
     src = DemoSource()
     at = fl.EPOCH_S + 10 * 86400 + hour * 3600 + 17 * 60
-    for qa in advise_fleet(src, at, 300.0, 7200.0, 1.0).queues:
+    for qa in advise_fleet(src, at, AnalysisSettings()).queues:
         ks = [v.kind for v in qa.verdicts]
         expected = src.params(qa.queue).advisor_expectation
         assert expected in ks, (qa.queue, ks)
@@ -116,16 +121,16 @@ def test_every_regime_keeps_its_verdict_through_the_day(hour: int) -> None:
 
 def test_one_queue_reads_only_that_queue() -> None:
     src = CountingSource(DemoSource())
-    advice = advise_fleet(src, AT_DEMO, 300.0, 3600.0, 1.0, queue="ingress")
+    advice = advise_fleet(src, AT_DEMO, AnalysisSettings(range_s=3600.0), queue="ingress")
     assert [qa.queue for qa in advice.queues] == ["ingress"]
     assert src.calls[1] == ("range", ("ingress",))
     with pytest.raises(ConfigError, match="No queue named 'nope'"):
-        advise_fleet(src, AT_DEMO, 300.0, 3600.0, 1.0, queue="nope")
+        advise_fleet(src, AT_DEMO, AnalysisSettings(range_s=3600.0), queue="nope")
 
 
 def test_without_range_there_is_no_range_read() -> None:
     src = CountingSource(DemoSource(scenario="saturated"))
-    advice = advise_fleet(src, AT_DEMO, 300.0, None, 1.0)
+    advice = advise_fleet(src, AT_DEMO, AnalysisSettings(), history=False)
     assert [c[0] for c in src.calls] == ["snapshot"]
     assert advice.queues[0].verdicts[0].kind in ("add_workers", "backlog_growing")
 
@@ -137,7 +142,7 @@ def test_without_range_there_is_no_range_read() -> None:
 def test_advisor_on_backfilled_prometheus(backfilled_prometheus: PrometheusProcess) -> None:
     source = PrometheusSource(PrometheusClient(
         ConnectionSettings(url=backfilled_prometheus.url, timeout_s=10)))
-    advice = advise_fleet(source, AT, 300.0, 1800.0, 1.0)
+    advice = advise_fleet(source, AT, AnalysisSettings(range_s=1800.0))
     by = {qa.queue: qa for qa in advice.queues}
 
     rs = {v.kind: v for v in by["replicaset"].verdicts}

@@ -13,9 +13,10 @@ from collectors.demo import DemoSource
 from collectors.errors import PrometheusUnreachable
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard import figures as fg
-from dashboard.advice import advise_data
+from dashboard.advice import advise_fleet
 from dashboard.pages import queue as qp
 from models import fleet as fl
+from models.settings import AnalysisSettings
 
 NOW = 1_700_000_000.0
 
@@ -104,6 +105,29 @@ def test_measures_say_no_data_not_zero() -> None:
     assert "no metric" in items[4].note
 
 
+def test_measures_give_a_decade_bucket_as_a_range_and_explain_a_long_tail() -> None:
+    # 1000 waits, counted into client-go's decade buckets: 960 within 100 µs (200 of them
+    # within 10 µs) and 40 behind long passes, 0.5 s each; passes: 700 ≤ 0.2 s, 1000 ≤ 0.4 s.
+    from models.histogram import bucket_quantile
+
+    wait_bounds = (9.999999999999999e-06, 9.999999999999999e-05, 0.1, 1.0, math.inf)
+    wait = bucket_quantile(0.95, wait_bounds, [[200.0, 960.0, 960.0, 1000.0, 1000.0]])
+    work = bucket_quantile(0.95, (0.2, 0.4, math.inf), [[700.0, 1000.0, 1000.0]])
+    mean_wait = (200 * 5e-6 + 760 * 5e-5 + 40 * 0.5) / 1000  # 20 ms: the 40 long waits
+    q = QueueSnapshot(
+        queue="x", queue_wait_p95_s=float(wait.values[0]), queue_wait_mean_s=mean_wait,
+        work_p95_s=float(work.values[0]), service_mean_s=0.2, longest_running_s=0.35,
+        quantile_bounds={
+            "queue_wait_p95_s": (float(wait.bucket_lo[0]), float(wait.bucket_hi[0])),
+            "work_p95_s": (float(work.bucket_lo[0]), float(work.bucket_hi[0]))})
+    age, duration, *_ = qp.measures(q)
+    assert age.value == "p95 between 10 µs and 100 µs · mean 20 ms"
+    assert "below the mean" in age.note
+    # (0.2 s, 0.4 s] is ×2 wide: the interpolated value, 0.2 + 0.2 × (950 − 700) / 300
+    assert duration.value == "p95 0.367 s · mean 0.2 s · longest running 0.35 s"
+    assert "below the mean" not in duration.note
+
+
 @pytest.mark.parametrize(("value", "text"), [(None, "no data"), (math.nan, "no data"),
                                              (0.0, "0 s"), (0.7151, "0.715 s"),
                                              (670.2, "670 s"), (4.04e-4, "4.04e-04 s")])
@@ -125,7 +149,8 @@ def test_queue_view_two_source_calls_and_seven_charts() -> None:
     src = _FakeSource(_queue(), rows)
     view = qp.queue_view(src, "q<b>", "15m", NOW)  # type: ignore[arg-type]
     assert view.message == ""
-    assert src.calls == ["snapshot", "range ['q<b>']"]
+    # the charts' range read, then the plan's (the settings' range and step, as `advise`)
+    assert src.calls == ["snapshot", "range ['q<b>']", "snapshot", "range ['q<b>']"]
     assert set(view.figures) == set(qp.GRAPH_IDS)
     depth = view.figures["queue-depth-graph"]
     assert depth["data"][0]["name"] == "depth (items waiting)"
@@ -227,27 +252,35 @@ def _texts(component: object) -> list[str]:
 def test_verdict_card_lists_the_advisors_verdicts_for_certificate() -> None:
     src = CachedSource(DemoSource(seed=0))
     view = qp.queue_view(src, "certificate", "1h", AT_DEMO)
-    assert src.fetches == 2  # the card shares the charts' snapshot and range read
-    # the card shows what the advisor says about the same data, in its order
-    rng = DemoSource(seed=0).range(AT_DEMO - 3600, AT_DEMO, qp.range_step(3600.0),
-                                   ["certificate"])
-    snap = DemoSource(seed=0).snapshot(AT_DEMO, 300.0)
-    expected = advise_data(snap, rng, range_s=3600.0, slo_wait_s=1.0,
-                           queue="certificate").queues[0].verdicts
-    assert [v.kind for v in view.verdicts] == [v.kind for v in expected]
+    # the charts' range (1 h) and the plan's (the settings': 2 h at 60 s) share the snapshot
+    assert src.fetches == 3
+    # the card shows the plan `advise` gives for the same data, verdicts in the same order
+    expected = advise_fleet(DemoSource(seed=0), AT_DEMO, AnalysisSettings())
+    plan = expected.plan("certificate")
+    assert plan is not None
+    assert view.plan is not None
+    assert view.plan.payload() == plan.payload()
+    assert [v.kind for v in view.verdicts] == [v.kind for v in plan.verdicts]
     assert "contention" in [v.kind for v in view.verdicts]
     card = qp.render_verdicts(view)
     texts = _texts(card)
-    items = card.children[2].children  # type: ignore[union-attr]
+    assert plan.headline in texts
+    assert "More workers will not help" in plan.headline
+    assert "API client limiter" in texts  # the binding limit, labelled
+    assert f"{100 * plan.confidence:.0f} %" in texts
+    assert plan.options[0].action in texts  # ranked options, best first
+    # every verdict in full, folded, in the advisor's order
+    details = card.children[-1]  # type: ignore[union-attr]
+    items = details.children[1].children[1].children
     assert [li.className.split()[-1] for li in items] == [f"ql-kind-{v.kind}"
                                                            for v in view.verdicts]
     contention = next(v for v in view.verdicts if v.kind == "contention")
     assert contention.summary in texts
-    assert contention.severity in texts
     assert "do not add workers" in texts  # the recommendation's action
-    # a key evidence number, formatted: API calls per reconcile
     assert qp.verdict_value(contention.evidence["api_calls_per_reconcile"]) in texts
-    assert "api calls per reconcile" in texts
+    # the evidence carries the PromQL that reads it for this queue
+    promql = [e.promql for e in view.evidence]
+    assert any("workqueue_adds_total" in q and 'name=~"certificate"' in q for q in promql)
 
 
 def test_verdict_values_are_text_never_nan() -> None:

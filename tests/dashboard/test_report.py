@@ -39,6 +39,7 @@ from dashboard.report import (
     render,
     script_json,
 )
+from models.settings import AnalysisSettings
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, START, TRUTH, WINDOW_S, iter_queue_names
 
@@ -94,7 +95,7 @@ class HostileSource:
 
 @pytest.fixture(scope="module")
 def demo_report() -> Report:
-    return build_report(DemoSource(seed=0), AT_T, range_s=6 * 3600)
+    return build_report(DemoSource(seed=0), AT_T, AnalysisSettings(range_s=6 * 3600))
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,7 @@ def demo_html(demo_report: Report) -> str:
 
 @pytest.fixture(scope="module")
 def hostile_report() -> Report:
-    return build_report(HostileSource(), AT_T, range_s=3600)
+    return build_report(HostileSource(), AT_T, AnalysisSettings(range_s=3600))
 
 
 def _strict_json(text: str) -> object:
@@ -270,7 +271,7 @@ def test_script_json_takes_numpy_values() -> None:
 
 
 def test_html_with_breakout_queue_names_keeps_its_structure() -> None:
-    report = build_report(HostileSource(BREAKOUTS), AT_T, range_s=3600)
+    report = build_report(HostileSource(BREAKOUTS), AT_T, AnalysisSettings(range_s=3600))
     text = render(report, "html")
     page = _Page(text)
     # exactly our three scripts, whatever the queue names: none ended early or added
@@ -383,7 +384,7 @@ def test_bad_slo_is_a_clear_error() -> None:
     from models.errors import ModelInputError
 
     with pytest.raises(ModelInputError, match="SLO"):
-        build_report(HostileSource(), AT_T, slo_wait_s=float("nan"))
+        build_report(HostileSource(), AT_T, AnalysisSettings(slo_wait_s=float("nan")))
 
 
 def test_export_payload_for_the_dashboard_download() -> None:
@@ -431,7 +432,8 @@ def test_report_from_real_prometheus_has_no_credentials(
     source = open_source(url, False, token_file=token_file, env={},
                          headers={"X-Scope-OrgID": header})
     try:
-        report = build_report(source, AT, range_s=AT - START - WINDOW_S, window_s=WINDOW_S)
+        report = build_report(source, AT, AnalysisSettings(range_s=AT - START - WINDOW_S,
+                                                           window_s=WINDOW_S))
     finally:
         close = getattr(source, "close", None)
         if callable(close):

@@ -12,17 +12,12 @@ import pytest
 from collectors.demo import DemoSource
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard import figures as fg
-from dashboard.advice import (
-    DASHBOARD_RANGE_S,
-    DASHBOARD_STEP_S,
-    advise_data,
-    recommended_workers,
-)
+from dashboard.advice import advise_fleet
 from dashboard.context import AppContext
 from dashboard.pages import whatif as wp
 from models import fleet as fl
-from models.advisor import Verdict
 from models.errors import ModelInputError
+from models.settings import AnalysisSettings
 
 NOW = 1_700_000_000.0
 
@@ -131,9 +126,9 @@ class _UslSource:
 
 def test_measured_inputs_fit_usl_from_history() -> None:
     m = wp.measured_inputs(_UslSource(0.05, 0.02), "q", NOW)  # type: ignore[arg-type]
-    assert m.fit is not None
-    assert m.fit.sigma == pytest.approx(0.05, abs=1e-4)
-    assert m.fit.kappa == pytest.approx(0.02, abs=1e-5)
+    assert m.contention is not None
+    assert m.contention[0] == pytest.approx(0.05, abs=1e-4)
+    assert m.contention[1] == pytest.approx(0.02, abs=1e-5)
     assert any("fitted by the USL" in n for n in m.notes)
     out = wp.prefill(m)
     assert out[:3] == (3.0, 0.5, 1.0)
@@ -143,8 +138,8 @@ def test_measured_inputs_fit_usl_from_history() -> None:
 
 def test_measured_inputs_without_enough_load_say_so() -> None:
     m = wp.measured_inputs(_UslSource(0.05, 0.02, spread=0.5), "q", NOW)  # type: ignore[arg-type]
-    assert m.fit is None
-    assert any("do not span enough load" in n for n in m.notes)
+    assert m.contention is None
+    assert any("No contention fit passed the advisor's gate" in n for n in m.notes)
     assert wp.prefill(m)[3] == "none"
 
 
@@ -156,11 +151,13 @@ def test_measured_inputs_unknown_and_none() -> None:
 
 
 def test_demo_certificate_contention_is_fitted() -> None:
-    # the demo's certificate queue is built with USL σ = 0.08, κ = 0.015
-    m = wp.measured_inputs(DemoSource(seed=0), "certificate", time.time())
-    assert m.fit is not None
-    assert m.fit.sigma == pytest.approx(0.08, abs=0.01)
-    assert m.fit.kappa == pytest.approx(0.015, abs=0.003)
+    # the demo's certificate queue is built with USL σ = 0.08, κ = 0.015; its load spans
+    # enough busy workers for a fit over a day (the advisor's gate: ≥ 2× spread, R² ≥ 0.8)
+    m = wp.measured_inputs(DemoSource(seed=0), "certificate", AT_ADVICE,
+                           AnalysisSettings(range_s=86400.0))
+    assert m.contention is not None
+    assert m.contention[0] == pytest.approx(0.08, abs=0.01)
+    assert m.contention[1] == pytest.approx(0.015, abs=0.003)
 
 
 def test_simulate_agrees_with_erlang_c() -> None:
@@ -226,17 +223,18 @@ AT_ADVICE = fl.EPOCH_S + 40 * 86400 + 14 * 3600
 def test_whatif_marks_the_advisors_worker_count_for_replicaset() -> None:
     src = DemoSource(seed=0)
     mark = wp.advisor_mark(src, "replicaset", AT_ADVICE)
-    # the overview's inputs (snapshot + last hour at the dashboard step, all queues)
-    fleet = advise_fleet_like_overview(src)
-    found = recommended_workers(fleet)
-    assert found is not None
-    assert found[1].kind == "add_workers"
-    assert mark.workers == found[0]
+    # the same plan as `advise` (one snapshot + the settings' range read, all queues)
+    plan = advise_fleet(src, AT_ADVICE, AnalysisSettings()).plan("replicaset")
+    assert plan is not None
+    assert plan.kind == "add_workers"
+    assert mark.workers == plan.recommended_workers
     snap = src.snapshot(AT_ADVICE, 300.0)
     now_c = next(q.workers for q in snap.queues if q.queue == "replicaset")
     assert now_c is not None
+    assert mark.workers is not None
     assert mark.workers > now_c
-    assert f"add_workers — c = {mark.workers}" in mark.text
+    assert f"Recommended: {mark.workers} workers" in mark.text
+    assert plan.headline in mark.text
     rendered = wp.render_advisor(mark)
     assert rendered[0].children == mark.text
     # the charts carry a vertical line at the advisor's count
@@ -249,16 +247,39 @@ def test_whatif_marks_the_advisors_worker_count_for_replicaset() -> None:
                 if s.get("name") == fg.ADVISOR_MARK_NAME]
 
 
-def advise_fleet_like_overview(src: DemoSource) -> tuple[Verdict, ...]:
-    snap = src.snapshot(AT_ADVICE, 300.0)
-    rng = src.range(AT_ADVICE - DASHBOARD_RANGE_S, AT_ADVICE, DASHBOARD_STEP_S, None)
-    advice = advise_data(snap, rng, range_s=DASHBOARD_RANGE_S, slo_wait_s=1.0)
-    return next(qa.verdicts for qa in advice.queues if qa.queue == "replicaset")
+def test_whatif_page_recommends_the_plans_count_from_its_prefill() -> None:
+    # The page's own sweep of the prefilled inputs (design demand, measured work time, the
+    # settings' SLO and utilization cap) recommends the plan's count: one rule everywhere.
+    src = DemoSource(seed=0)
+    settings = AnalysisSettings()
+    m = wp.measured_inputs(src, "replicaset", AT_ADVICE, settings)
+    plan = advise_fleet(src, AT_ADVICE, settings).plan("replicaset")
+    assert plan is not None
+    params = wp.parse_params(m.arrival_rate_per_s, m.service_mean_s, 1, 1, 1, 1, "none", 0, 0,
+                             settings.slo_wait_s, "p95", [1, 32])
+    view = wp.whatif_view(params, m.workers)
+    assert view.result is not None
+    assert view.result.recommendation.workers == plan.recommended_workers
 
 
 def test_whatif_advisor_without_a_worker_count_says_so() -> None:
     mark = wp.advisor_mark(DemoSource(seed=0), "certificate", AT_ADVICE)
-    assert mark.workers is None
-    assert "contention — no worker count recommended" in mark.text
+    # contention: the plan keeps the current count (more workers would only add contention)
+    assert mark.workers == 6
+    assert "More workers will not help" in mark.text
     assert wp.advisor_mark(DemoSource(seed=0), None, AT_ADVICE) == wp.AdvisorMark(None, "")
     assert wp.render_advisor(wp.AdvisorMark(None, "")) == ""
+
+
+def test_an_slo_between_bucket_edges_is_said_to_be_approximate() -> None:
+    on_edge = wp.whatif_view(_params(slo=1.0))
+    assert "bucket edges" not in on_edge.recommendation
+    between = wp.whatif_view(_params(slo=0.25))
+    assert ("lies between the queue-wait histogram's bucket edges 0.1 s and 1 s"
+            in between.recommendation)
+    # the SLO field offers the edges
+    field = wp._num_field("wait SLO", "x", 1.0, "any", "s", wp.SLO_EDGES_S)
+    datalist = field.children[2]
+    assert [o.value for o in datalist.children] == ["0.001", "0.01", "0.1", "1", "10", "100",
+                                                    "1000"]
+    assert field.children[1].list == datalist.id

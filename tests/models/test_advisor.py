@@ -341,3 +341,72 @@ def test_every_threshold_is_documented() -> None:
     for row in table:
         assert row["signal"], row["name"]
         assert len(row["reason"]) > 20, row["name"]
+
+
+# --- the observed p95 is a bucket, not a number ---------------------------------------------
+
+
+COMPONENT_BASE_BUCKETS = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0, math.inf)
+"""client-go's workqueue buckets through component-base: ExponentialBuckets(10e-9, 10, 10)."""
+
+
+def mmc_wait_snapshot(lam: float, svc: float, c: int, n: float = 1e5) -> QueueSnapshot:
+    """What a source reports for a queue whose waits follow the M/M/c law,
+    P(W > t) = C·exp(−(c/S − λ)·t): the decade bucket counts n·P(W <= le) go through the one
+    derive every source uses, and its quantiles and buckets become the snapshot's."""
+    from models.signals import Histogram, RawSignals, derive
+
+    a = lam * svc
+    theta = c / svc - lam
+    wait_c = erlang_c(a, c)
+    cum = np.array([[[n * (1 - wait_c * math.exp(-theta * b)) if b < math.inf else n
+                      for b in COMPONENT_BASE_BUCKETS]]])
+    one = np.ones((1, 1))
+    raw = RawSignals(
+        queues=("mmc",), t=np.array([0.0]),
+        direct={"arrival_rate_per_s": lam * one, "throughput_per_s": lam * one,
+                "busy_workers": a * one, "workers": c * one,
+                "queue_wait_mean_s": wait_c / theta * one},
+        histograms={"queue_wait": [Histogram(np.array(COMPONENT_BASE_BUCKETS), cum)]})
+    d = derive(raw)
+    fields = {k: float(v[0, 0]) for k, v in d.values.items() if np.isfinite(v[0, 0])}
+    return QueueSnapshot(queue="mmc", quantile_bounds=d.quantile_bounds(0, 0), **fields)
+
+
+def test_an_slo_inside_the_p95_bucket_is_not_an_observed_miss() -> None:
+    # M/M/4 at λ = 3/s, S = 1 s: ρ = 0.75 (above the 0.7 design target, below the 0.8 "no
+    # headroom" line), C = 13.5/26.5, waits decay at rate c/S − λ = 1/s.
+    lam, svc, c, slo = 3.0, 1.0, 4, 5.0
+    q = mmc_wait_snapshot(lam, svc, c)
+    true_p95 = math.log(erlang_c(lam * svc, c) / 0.05) / (c / svc - lam)  # 2.32 s
+    assert true_p95 < slo  # the SLO is met …
+    assert p_wait_over(lam, svc, c, slo) <= 0.05  # … and the model says so
+    assert q.quantile_bounds["queue_wait_p95_s"] == (1.0, 10.0)
+    assert q.queue_wait_p95_s is not None
+    assert q.queue_wait_p95_s > slo  # but linear interpolation in (1 s, 10 s] reads 7.6 s
+    # Read as a number (no bucket known), the interpolation is an "observed miss": more
+    # workers, critical.
+    as_number = advise(dataclasses.replace(q, quantile_bounds={}), slo_wait_s=slo)
+    add = next(v for v in as_number if v.kind == "add_workers")
+    assert add.severity == "critical"
+    assert add.evidence["observed_wait_p95_vs_slo"] == "above"
+    # Read as its bucket, the p95 is somewhere in (1 s, 10 s]: the 5 s SLO may well be met
+    # (it is), so it is no observed miss, and at ρ = 0.75 with the model meeting the SLO
+    # nothing else asks for workers.
+    as_bucket = advise(q, slo_wait_s=slo)
+    assert "add_workers" not in kinds(as_bucket)
+    assert_no_nan(as_bucket)
+
+
+@pytest.mark.parametrize("slo", [1.0, 10.0])
+def test_an_slo_on_a_bucket_edge_decides_as_before(slo: float) -> None:
+    # At an edge the bucket proves the comparison: p95 in (1, 10] is > 1 s and <= 10 s.
+    q = mmc_wait_snapshot(3.0, 1.0, 4)
+    with_bucket = advise(q, slo_wait_s=slo)
+    as_number = advise(dataclasses.replace(q, quantile_bounds={}), slo_wait_s=slo)
+    assert [(v.kind, v.severity) for v in with_bucket] == \
+        [(v.kind, v.severity) for v in as_number]
+    add = next((v for v in with_bucket if v.kind == "add_workers"), None)
+    if slo == 1.0:
+        assert add is not None
+        assert add.evidence["observed_wait_p95_vs_slo"] == "above"

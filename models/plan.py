@@ -1,0 +1,551 @@
+"""The capacity plan of one queue: the one answer every surface shows.
+
+The overview, the queue page, the what-if page, ``advise``, ``whatif`` and every report read
+a :class:`CapacityPlan`, built here from what the advisor found (:class:`models.advisor.
+Assessment`: the verdicts, the sizing inputs and sweep, the USL fit) and the queue's history.
+Nothing on a surface recomputes a worker count, a limit or a demand.
+
+**Recommended worker count** (one number, one rule, :data:`RULES`):
+
+* a verdict that names a count (add workers, a growing backlog, fewer workers) gives it —
+  the sweep's rule: the smallest count whose SLO quantile of wait is within the SLO, and at
+  least the count that keeps utilization ≤ ``util_target`` at the design demand
+  (:meth:`models.whatif.WhatIfTable.design_workers`); the rule says which of the two chose;
+* contention: the current count, or the USL peak N* when it is lower (past the peak every
+  worker lowers throughput) — more workers do not help;
+* a hot key, a retry storm, a stuck worker, requeue misuse, long passes or a healthy queue:
+  the current count (the limit is not the worker count);
+* not enough data: none.
+
+**Rows and band.** Every worker count of the advisor's sweep (at the design demand: the
+larger of λ now and the ``design_quantile`` of λ over the range) with throughput, mean and
+p95 wait, P(wait > SLO) and utilization. The band is the same sweep at the lowest and highest
+demand that bracket it: from the median λ of the range's points (or the design demand, if
+lower) to the highest λ of the range (or the design demand, if higher), with the measured mean
+work time — the spread of the history's demand, not a confidence interval of the model.
+With a USL fit of (busy workers, throughput) whose R² passes the advisor's ``usl_r2_min``
+(the one gate: the what-if page pre-fills σ, κ from the same fit) each row also carries the
+fitted curve X(N) = γN / (1 + σ(N − 1) + κN(N − 1)) (Gunther, *Guerrilla Capacity Planning*,
+2007).
+
+**Check the change.** Where the history's worker count changed (a step held for at least
+:data:`CHANGE_MIN_POINTS` points on each side), :func:`check_change` compares what the
+data before the change predicted for the new count — M/M/c at the new count, the demand that
+came and the work time measured before — with what was measured after.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from models.advisor import Assessment, QueueHistory, Verdict
+from models.contention import UslFit, usl_throughput
+from models.errors import ModelInputError
+from models.options import BINDING_WORDS, OPTIONS, Option
+from models.queueing import erlang_c
+from models.settings import AnalysisSettings
+from models.whatif import WhatIfInputs, WhatIfTable, whatif_tables
+
+__all__ = [
+    "CHANGE_MIN_POINTS",
+    "RULES",
+    "CapacityPlan",
+    "ChangeCheck",
+    "Knob",
+    "PlanRow",
+    "check_change",
+    "plan_many",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+RULES: Mapping[str, str] = MappingProxyType({
+    "slo": "the fewest workers whose p{q} wait stays within the SLO at the design demand",
+    "utilization_target": "the fewest workers that keep utilization at or below {u} % at the "
+                          "design demand (the SLO alone would need fewer)",
+    "fewer": "fewer workers still meet the SLO and keep utilization at or below {u} %",
+    "contention_ceiling": "the current count, or the peak of the fitted scaling curve when it "
+                          "is lower: more workers only add contention",
+    "keep": "the current count: the limit is not the worker count",
+    "none": "no count: the data needed to size the queue were not measured",
+})
+"""Which rule chose the recommended count, in words ({q}: the SLO quantile in %, {u}: the
+utilization target in %)."""
+
+CHANGE_MIN_POINTS = 6
+"""Points on each side of a worker-count change before it is checked: the advisor's
+``min_history_points``, the fewest that give a mean rate not dominated by one scrape."""
+
+_KIND_LIMIT: Mapping[str, str] = MappingProxyType({
+    "add_workers": "workers", "backlog_growing": "workers", "hot_key": "hot_key",
+    "retry_storm": "retry_policy", "stuck_workers": "stuck_worker",
+    "over_provisioned": "none", "healthy": "none", "insufficient_data": "unknown",
+    "requeue_misuse": "none", "long_passes": "none",
+})
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    """One worker count of the plan (None where a value does not exist)."""
+
+    workers: int
+    throughput_per_s: float
+    wait_mean_s: float | None
+    wait_p95_s: float | None
+    p_wait_over_slo: float | None
+    utilization: float
+    stable: bool
+    wait_mean_lo_s: float | None = None
+    wait_mean_hi_s: float | None = None
+    wait_p95_lo_s: float | None = None
+    wait_p95_hi_s: float | None = None
+    utilization_lo: float | None = None
+    utilization_hi: float | None = None
+    throughput_fit_per_s: float | None = None
+    """The USL curve fitted on the range's (busy workers, throughput) points, if one was."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """Where the recommendation is set."""
+
+    setting: str
+    """e.g. ``MaxConcurrentReconciles`` or ``--concurrent-replicaset-syncs``."""
+    how: str
+    """Where it goes, in one sentence."""
+
+
+@dataclass(frozen=True)
+class ChangeCheck:
+    """The plan from before a worker-count change, against what happened after it."""
+
+    at: float
+    """Unix time of the first point at the new count."""
+    workers_before: int
+    workers_after: int
+    demand_before_per_s: float
+    demand_after_per_s: float
+    service_mean_before_s: float
+    predicted_throughput_per_s: float
+    observed_throughput_per_s: float
+    predicted_wait_mean_s: float | None
+    """M/M/c at the new count, the demand after and the work time before; None if unstable."""
+    observed_wait_mean_s: float | None
+    points_before: int
+    points_after: int
+
+
+@dataclass(frozen=True)
+class CapacityPlan:
+    """One queue's plan (see the module docstring)."""
+
+    queue: str
+    workers_now: int | None
+    recommended_workers: int | None
+    rule: str
+    rule_text: str
+    binding_limit: str
+    binding_text: str
+    ceiling_per_s: float | None
+    """Most items/s the binding limit allows, when known."""
+    ceiling_basis: str | None
+    demand_per_s: float | None
+    """The design demand the queue is sized for."""
+    demand_now_per_s: float | None
+    service_mean_s: float | None
+    headline: str
+    kind: str
+    severity: str
+    confidence: float
+    caveats: tuple[str, ...]
+    knobs: tuple[Knob, ...]
+    options: tuple[Option, ...]
+    model: str | None
+    band_source: str
+    verdicts: tuple[Verdict, ...]
+    settings: AnalysisSettings
+    sizing: WhatIfInputs | None = None
+    """The what-if inputs the rows were computed with (the design demand, E[S], the SLO)."""
+    usl: Mapping[str, float] | None = None
+    """{gamma_per_s, sigma, kappa, r2, peak_workers?} of the fit, if one was made."""
+    tags: tuple[str, ...] = field(default=())
+    """Every verdict kind, for the small tags beside the headline."""
+    table: WhatIfTable | None = field(default=None, repr=False, compare=False)
+    band: tuple[WhatIfTable, WhatIfTable] | None = field(default=None, repr=False,
+                                                         compare=False)
+    fit: UslFit | None = field(default=None, repr=False, compare=False)
+    history: QueueHistory | None = field(default=None, repr=False, compare=False)
+    """What the rows, the measured points and the change check are read from, on first use
+    (10,000 plans are built for the overview, which shows none of them)."""
+
+    @cached_property
+    def rows(self) -> tuple[PlanRow, ...]:
+        """Every worker count of the sweep, with the band and the fitted curve."""
+        return _rows(self.table, self.band, self.fit) if self.table is not None else ()
+
+    @cached_property
+    def change(self) -> ChangeCheck | None:
+        return check_change(self.history)
+
+    @cached_property
+    def _measured(self) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+        return _measured(self.history)
+
+    @property
+    def measured_busy_workers(self) -> tuple[float, ...]:
+        """The range's points, for the decisive chart (busy workers against throughput)."""
+        return self._measured[0]
+
+    @property
+    def measured_throughput_per_s(self) -> tuple[float, ...]:
+        return self._measured[1]
+
+    @property
+    def measured_workers(self) -> tuple[float, ...]:
+        return self._measured[2]
+
+    def row(self, workers: int) -> PlanRow | None:
+        return next((r for r in self.rows if r.workers == workers), None)
+
+    def payload(self) -> dict[str, Any]:
+        """The plan as JSON (SI units, None where a number does not exist)."""
+        return {
+            "queue": self.queue, "workers_now": self.workers_now,
+            "recommended_workers": self.recommended_workers, "rule": self.rule,
+            "rule_text": self.rule_text, "binding_limit": self.binding_limit,
+            "binding_text": self.binding_text, "ceiling_per_s": _clean(self.ceiling_per_s),
+            "ceiling_basis": self.ceiling_basis, "demand_per_s": _clean(self.demand_per_s),
+            "demand_now_per_s": _clean(self.demand_now_per_s),
+            "service_mean_s": _clean(self.service_mean_s), "headline": self.headline,
+            "kind": self.kind, "severity": self.severity, "confidence": self.confidence,
+            "caveats": list(self.caveats),
+            "knobs": [{"setting": k.setting, "how": k.how} for k in self.knobs],
+            "options": [{"rank": i + 1, "action": o.action, "tradeoff": o.tradeoff}
+                        for i, o in enumerate(self.options)],
+            "model": self.model, "band_source": self.band_source,
+            "usl": dict(self.usl) if self.usl is not None else None,
+            "change": _change_payload(self.change),
+            "settings": self.settings.payload(),
+            "tags": list(self.tags),
+        }
+
+    def rows_payload(self) -> list[dict[str, Any]]:
+        return [{k: _clean(getattr(r, k)) for k in PlanRow.__dataclass_fields__}
+                for r in self.rows]
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _change_payload(c: ChangeCheck | None) -> dict[str, Any] | None:
+    if c is None:
+        return None
+    return {k: _clean(getattr(c, k)) for k in ChangeCheck.__dataclass_fields__}
+
+
+# --- building -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """One queue for :func:`plan_many`."""
+
+    queue: str
+    assessment: Assessment
+    history: QueueHistory | None = None
+    workers_now: int | None = None
+    demand_now_per_s: float | None = None
+    framework: str | None = None
+    """``controller-runtime`` or ``component-base`` (kube-controller-manager), for the knob."""
+
+
+def plan_many(requests: Sequence[PlanRequest], settings: AnalysisSettings
+              ) -> list[CapacityPlan]:
+    """The plan of every queue; the band sweeps of all queues in one vectorized call."""
+    band_inputs: list[WhatIfInputs] = []
+    band_of: list[tuple[int, int] | None] = []
+    for r in requests:
+        lo_hi = _band_demands(r)
+        sizing = r.assessment.sizing
+        if lo_hi is None or sizing is None or sizing.keys is not None:
+            band_of.append(None)
+            continue
+        start = len(band_inputs)
+        band_inputs += [replace(sizing, arrival_rate_per_s=lo_hi[0]),
+                        replace(sizing, arrival_rate_per_s=lo_hi[1])]
+        band_of.append((start, start + 1))
+    try:
+        tables = whatif_tables(band_inputs) if band_inputs else []
+    except ModelInputError:
+        tables, band_of = [], [None] * len(requests)
+    out = []
+    for r, idx in zip(requests, band_of, strict=True):
+        band = (tables[idx[0]], tables[idx[1]]) if idx is not None and tables else None
+        out.append(_plan(r, settings, band))
+    return out
+
+
+def _band_demands(r: PlanRequest) -> tuple[float, float] | None:
+    h, sizing = r.history, r.assessment.sizing
+    if h is None or sizing is None:
+        return None
+    lam = h.arrival_rate_per_s[np.isfinite(h.arrival_rate_per_s)]
+    if lam.size < CHANGE_MIN_POINTS:
+        return None
+    design = sizing.arrival_rate_per_s
+    return min(float(np.median(lam)), design), max(float(lam.max()), design)
+
+
+def _plan(r: PlanRequest, settings: AnalysisSettings,
+          band: tuple[WhatIfTable, WhatIfTable] | None) -> CapacityPlan:
+    a, th = r.assessment, settings.thresholds
+    verdicts = a.verdicts
+    lead = verdicts[0]
+    c = r.workers_now
+    rec, rule = _recommendation(verdicts, c, a)
+    binding = _binding(verdicts)
+    contention = next((v for v in verdicts if v.kind == "contention"), None)
+    ceiling, basis = _ceiling(binding, contention, a, c)
+    table = a.table
+    # The one USL gate: the advisor's own R² threshold (a curve that explains less is not
+    # shown or used anywhere).
+    fit = a.usl if a.usl is not None and a.usl.r2 >= th.usl_r2_min else None
+    if table is None and a.sizing is not None:
+        try:
+            table = whatif_tables([a.sizing])[0]
+        except ModelInputError:
+            table = None
+    q_pct = f"{100 * settings.slo_quantile:.0f}"
+    u_pct = f"{100 * th.util_target:.0f}"
+    band_source = (
+        "band: the same sweep from the median to the highest demand of the range's points, "
+        "with the measured mean work time" if band is not None else
+        "no band: " + ("no history was read" if r.history is None else
+                       "the finite-key model is sized at one demand" if a.sizing is not None
+                       and a.sizing.keys is not None else "too few points of demand"))
+    h = r.history
+    usl = None
+    if fit is not None:
+        usl = {"gamma_per_s": fit.gamma, "sigma": fit.sigma, "kappa": fit.kappa, "r2": fit.r2}
+        if fit.peak_workers is not None:
+            usl["peak_workers"] = fit.peak_workers
+    return CapacityPlan(
+        queue=r.queue, workers_now=c, recommended_workers=rec, rule=rule,
+        rule_text=RULES[rule].format(q=q_pct, u=u_pct), binding_limit=binding,
+        binding_text=BINDING_WORDS[binding], ceiling_per_s=ceiling, ceiling_basis=basis,
+        demand_per_s=a.sizing.arrival_rate_per_s if a.sizing is not None else None,
+        demand_now_per_s=r.demand_now_per_s,
+        service_mean_s=a.sizing.service_mean_s if a.sizing is not None else None,
+        headline=lead.headline, kind=lead.kind, severity=lead.severity,
+        confidence=lead.confidence, caveats=_caveats(verdicts, a, table, h),
+        knobs=_knobs(binding, r.queue, r.framework, rec), options=OPTIONS[binding],
+        model=table.model if table is not None else None, band_source=band_source,
+        verdicts=verdicts, settings=settings, sizing=a.sizing, usl=usl,
+        tags=tuple(v.kind for v in verdicts), table=table, band=band, fit=fit, history=h,
+    )
+
+
+def _rows(table: WhatIfTable, band: tuple[WhatIfTable, WhatIfTable] | None,
+          fit: UslFit | None) -> tuple[PlanRow, ...]:
+    """The rows from the sweep's columns (and the band sweeps', on the same worker range)."""
+    stable = table.stable
+
+    def col(values: FloatArray, ok: npt.NDArray[np.bool_] | None = None) -> list[float | None]:
+        good = np.isfinite(values) & (stable if ok is None else ok)
+        return [float(v) if g else None for v, g in zip(values.tolist(), good.tolist(),
+                                                          strict=True)]
+
+    none: list[float | None] = [None] * table.workers.size
+    lo, hi = band if band is not None else (None, None)
+    fitted = (col(usl_throughput(table.workers, fit.gamma, fit.sigma, fit.kappa),
+                  np.ones(table.workers.size, dtype=bool)) if fit is not None else none)
+    columns = zip(
+        table.workers.tolist(), table.throughput_per_s.tolist(), col(table.wait_mean_s),
+        col(table.wait_p95_s), col(table.p_wait_over_slo), table.utilization.tolist(),
+        stable.tolist(),
+        col(lo.wait_mean_s, lo.stable) if lo is not None else none,
+        col(hi.wait_mean_s, hi.stable) if hi is not None else none,
+        col(lo.wait_p95_s, lo.stable) if lo is not None else none,
+        col(hi.wait_p95_s, hi.stable) if hi is not None else none,
+        lo.utilization.tolist() if lo is not None else none,
+        hi.utilization.tolist() if hi is not None else none,
+        fitted, strict=True)
+    return tuple(PlanRow(*values) for values in columns)
+
+
+def _recommendation(verdicts: Sequence[Verdict], c: int | None, a: Assessment
+                    ) -> tuple[int | None, str]:
+    for v in verdicts:
+        n = v.recommendation.get("workers")
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+            if v.kind == "over_provisioned":
+                return n, "fewer"
+            slo_c = v.recommendation.get("workers_for_slo")
+            return n, "slo" if slo_c == n else "utilization_target"
+    if c is None or any(v.kind == "insufficient_data" for v in verdicts):
+        return None, "none"
+    contention = next((v for v in verdicts if v.kind == "contention"), None)
+    if contention is not None:
+        useful = contention.recommendation.get("workers_max_useful")
+        if isinstance(useful, int) and 1 <= useful < c:
+            return useful, "contention_ceiling"
+        return c, "contention_ceiling"
+    return c, "keep"
+
+
+def _binding(verdicts: Sequence[Verdict]) -> str:
+    for v in verdicts:
+        if v.kind == "contention":
+            return str(v.evidence.get("binding_limit") or "shared_resource")
+    for v in verdicts:
+        limit = _KIND_LIMIT.get(v.kind)
+        if limit is not None and limit != "none":
+            return limit
+    return "none"
+
+
+def _ceiling(binding: str, contention: Verdict | None, a: Assessment, c: int | None
+             ) -> tuple[float | None, str | None]:
+    if contention is not None:
+        value = contention.evidence.get("ceiling_reconciles_per_s")
+        if isinstance(value, float):
+            return value, str(contention.evidence.get("ceiling_basis") or "")
+        return None, None
+    svc = a.sizing.service_mean_s if a.sizing is not None else None
+    if svc is None or svc <= 0:
+        return None, None
+    if binding == "hot_key":
+        return 1.0 / svc, "one worker on the hot key: 1 / mean work time (for that key)"
+    if binding == "workers" and c is not None:
+        return c / svc, "workers ÷ mean work time (c·μ) at the current count"
+    return None, None
+
+
+def _caveats(verdicts: Sequence[Verdict], a: Assessment, table: WhatIfTable | None,
+             h: QueueHistory | None) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in verdicts:
+        cav = v.evidence.get("caveats")
+        if isinstance(cav, list | tuple):
+            out += [str(x) for x in cav if str(x) not in out]
+    if table is not None:
+        model = table.model
+        if "M/M/c" in model or "Erlang" in model:
+            out.append("the waits assume Poisson arrivals and exponential work times; "
+                       "coalescing of a key and retries are not modelled")
+        elif "//K" in model:
+            out.append("the finite-key model assumes each key returns after an exponential "
+                       "idle time")
+    if h is None:
+        out.append("no history was read: the demand is the snapshot's and the scaling of the "
+                   "work time with load was not measured")
+    for rule, note in sorted(a.notes.items()):
+        text = f"{rule.replace('/', ': ')}: {note}"
+        if note not in " ".join(out):
+            out.append(text)
+    return tuple(out)
+
+
+def _knobs(binding: str, queue: str, framework: str | None, rec: int | None
+           ) -> tuple[Knob, ...]:
+    n = str(rec) if rec is not None else "N"
+    kcm = framework == "component-base"
+    workers = (Knob(f"--concurrent-{queue.replace('_', '-')}-syncs",
+                    f"kube-controller-manager flag (or its config file) for this "
+                    f"controller: --concurrent-{queue.replace('_', '-')}-syncs={n}") if kcm
+               else Knob("MaxConcurrentReconciles",
+                         f"controller-runtime: controller.Options{{MaxConcurrentReconciles: "
+                         f"{n}}} (builder .WithOptions) for this controller"))
+    client = (Knob("--kube-api-qps / --kube-api-burst",
+                   "kube-controller-manager flags: the process's client token bucket") if kcm
+              else Knob("rest.Config QPS / Burst",
+                        "the manager's rest.Config (client-go defaults 5 / 10): the token "
+                        "bucket shared by every controller of the process"))
+    server = Knob("FlowSchema", "a FlowSchema matching the controller's ServiceAccount, with "
+                  "its own priority level (by default it lands in workload-low)")
+    if binding in ("workers", "coherency", "none"):
+        return (workers,)
+    if binding == "client_limiter":
+        return (client, server)
+    if binding == "api_server":
+        return (server, client)
+    return ()
+
+
+def _measured(h: QueueHistory | None
+              ) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
+    if h is None:
+        return (), (), ()
+    ok = np.isfinite(h.busy_workers) & np.isfinite(h.throughput_per_s)
+    wk = np.where(np.isfinite(h.workers), h.workers, np.nan)[ok]
+    return (tuple(h.busy_workers[ok].tolist()), tuple(h.throughput_per_s[ok].tolist()),
+            tuple(wk.tolist()))
+
+
+def check_change(h: QueueHistory | None) -> ChangeCheck | None:
+    """The last worker-count change of the history held for :data:`CHANGE_MIN_POINTS` points
+    on each side, with the M/M/c prediction from the points before it (module docstring)."""
+    if h is None or h.points < 2 * CHANGE_MIN_POINTS:
+        return None
+    w = h.workers
+    known = np.isfinite(w)
+    if np.count_nonzero(known) < 2 * CHANGE_MIN_POINTS:
+        return None
+    idx = np.flatnonzero(known)
+    counts = np.rint(w[idx]).astype(np.int64)
+    steps = np.flatnonzero(np.diff(counts) != 0) + 1
+    for s in steps[::-1]:
+        before, after = counts[:s], counts[s:]
+        run_b = _run_length(before[::-1])
+        run_a = _run_length(after)
+        if run_b < CHANGE_MIN_POINTS or run_a < CHANGE_MIN_POINTS:
+            continue
+        ib, ia = idx[s - run_b:s], idx[s:s + run_a]
+        c_before, c_after = int(before[-1]), int(after[0])
+        lam_b = _mean(h.arrival_rate_per_s[ib])
+        lam_a = _mean(h.arrival_rate_per_s[ia])
+        svc_b = _mean(h.service_mean_s[ib])
+        x_a = _mean(h.throughput_per_s[ia])
+        if lam_b is None or lam_a is None or svc_b is None or x_a is None or svc_b <= 0 \
+                or c_before < 1 or c_after < 1:
+            continue
+        capacity = c_after / svc_b
+        predicted_x = min(lam_a, capacity)
+        wait: float | None = None
+        if lam_a < capacity:
+            try:
+                wait = float(erlang_c(lam_a, 1.0 / svc_b, c_after).wait_mean_s)
+            except ModelInputError:
+                wait = None
+        return ChangeCheck(
+            at=float(h.t_s[ia[0]]), workers_before=c_before, workers_after=c_after,
+            demand_before_per_s=lam_b, demand_after_per_s=lam_a,
+            service_mean_before_s=svc_b, predicted_throughput_per_s=predicted_x,
+            observed_throughput_per_s=x_a, predicted_wait_mean_s=wait,
+            observed_wait_mean_s=_mean(h.queue_wait_mean_s[ia]),
+            points_before=run_b, points_after=run_a)
+    return None
+
+
+def _run_length(counts: npt.NDArray[np.int64]) -> int:
+    """How many leading entries equal the first."""
+    if counts.size == 0:
+        return 0
+    diff = np.flatnonzero(counts != counts[0])
+    return int(diff[0]) if diff.size else int(counts.size)
+
+
+def _mean(values: FloatArray) -> float | None:
+    v = values[np.isfinite(values)]
+    return float(v.mean()) if v.size else None

@@ -1,0 +1,144 @@
+"""The capacity plan (models.plan): one answer per queue, checked against closed forms and
+against the mechanisms the demo fleet is built from."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from collectors.demo import DemoSource
+from dashboard.advice import advise_fleet, histories_from_range
+from models import fleet as fl
+from models.advisor import QueueHistory
+from models.plan import CHANGE_MIN_POINTS, CapacityPlan, check_change
+from models.settings import AnalysisSettings
+
+AT = fl.EPOCH_S + 40 * 86400 + 14 * 3600
+
+
+def _erlang_c_wait(lam: float, mu: float, c: int) -> float:
+    """Mean wait of M/M/c from the textbook sums (Kleinrock vol. 1, eq. 3.40), written out."""
+    a = lam / mu
+    rho = a / c
+    tail = a**c / math.factorial(c) / (1 - rho)
+    p0 = 1.0 / (sum(a**k / math.factorial(k) for k in range(c)) + tail)
+    return tail * p0 / (c * mu - lam)
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, CapacityPlan]:
+    advice = advise_fleet(DemoSource(seed=0), AT, AnalysisSettings())
+    out = {qa.queue: qa.plan for qa in advice.queues}
+    assert all(p is not None for p in out.values())
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def test_saturated_queue_is_sized_by_the_utilization_cap(plans: dict[str, CapacityPlan]
+                                                         ) -> None:
+    p = plans["replicaset"]
+    assert p.binding_limit == "workers"
+    assert p.workers_now == 4
+    assert p.recommended_workers == 6
+    assert p.rule == "utilization_target"
+    lam, svc = p.demand_per_s, p.service_mean_s
+    assert lam is not None
+    assert svc is not None
+    # the rule, from the demand and work time alone: the fewest c with λ·E[S]/c ≤ 0.7 ...
+    assert min(c for c in range(1, 50) if lam * svc / c <= 0.7) == 6
+    # ... while the SLO alone would take fewer: the M/M/c p95 at 5 workers is within 1 s
+    row5 = p.row(5)
+    assert row5 is not None
+    assert row5.wait_p95_s is not None
+    assert row5.wait_p95_s <= 1.0
+    # the rows are M/M/c at the design demand: the textbook mean wait
+    row6 = p.row(6)
+    assert row6 is not None
+    assert row6.wait_mean_s == pytest.approx(_erlang_c_wait(lam, 1 / svc, 6), rel=1e-9)
+    assert p.ceiling_per_s == pytest.approx(4 / svc)  # c·μ now
+    assert [k.setting for k in p.knobs] == ["MaxConcurrentReconciles"]
+    assert "MaxConcurrentReconciles: 6" in p.knobs[0].how
+
+
+def test_the_band_spans_the_ranges_demand(plans: dict[str, CapacityPlan]) -> None:
+    p = plans["replicaset"]
+    settings = AnalysisSettings()
+    rng = DemoSource(seed=0).range(AT - settings.range_s, AT, settings.step_s, ["replicaset"])
+    lam = histories_from_range(rng)["replicaset"].arrival_rate_per_s
+    lam = lam[np.isfinite(lam)]
+    assert p.demand_per_s is not None
+    assert p.service_mean_s is not None
+    lo = min(float(np.median(lam)), p.demand_per_s)
+    hi = max(float(lam.max()), p.demand_per_s)
+    for r in p.rows:
+        assert r.utilization_lo == pytest.approx(lo * p.service_mean_s / r.workers)
+        assert r.utilization_hi == pytest.approx(hi * p.service_mean_s / r.workers)
+        if r.stable and r.wait_mean_lo_s is not None and r.wait_mean_hi_s is not None:
+            assert r.wait_mean_s is not None
+            assert r.wait_mean_lo_s <= r.wait_mean_s <= r.wait_mean_hi_s
+    assert "median to the highest demand" in p.band_source
+
+
+def test_limits_that_are_not_the_worker_count(plans: dict[str, CapacityPlan]) -> None:
+    cert = plans["certificate"]
+    assert cert.binding_limit == "client_limiter"
+    assert cert.rule == "contention_ceiling"
+    assert cert.recommended_workers == cert.workers_now  # more workers only add contention
+    assert cert.knobs[0].setting == "rest.Config QPS / Burst"
+    assert "client's QPS/Burst" in " ".join(o.action for o in cert.options)
+    hot = plans["ingress"]
+    assert hot.binding_limit == "hot_key"
+    assert hot.service_mean_s is not None
+    assert hot.ceiling_per_s == pytest.approx(1 / hot.service_mean_s)
+    storm = plans["dnsrecord"]
+    assert storm.binding_limit == "retry_policy"
+    assert storm.options[0].action.startswith("fix the failing dependency")
+    over = plans["secret"]
+    assert (over.workers_now, over.recommended_workers, over.rule) == (20, 2, "fewer")
+
+
+def test_every_plan_leads_with_its_first_verdict(plans: dict[str, CapacityPlan]) -> None:
+    for p in plans.values():
+        assert p.headline == p.verdicts[0].headline
+        assert p.tags == tuple(v.kind for v in p.verdicts)
+        assert 0 <= p.confidence <= 1
+        assert p.settings == AnalysisSettings()
+        assert p.rows_payload()[0]["workers"] == 1
+
+
+def _history(c_before: int, c_after: int, lam: float, svc: float, n: int = 8
+             ) -> QueueHistory:
+    t = np.arange(2 * n, dtype=float) * 60.0
+    workers = np.array([c_before] * n + [c_after] * n, dtype=float)
+    wait_after = _erlang_c_wait(lam, 1 / svc, c_after)
+    return QueueHistory.from_columns(
+        t, arrival_rate_per_s=np.full(2 * n, lam), throughput_per_s=np.full(2 * n, lam),
+        service_mean_s=np.full(2 * n, svc), workers=workers,
+        queue_wait_mean_s=np.array([np.nan] * n + [wait_after] * n))
+
+
+def test_check_change_predicts_the_new_count_from_the_points_before() -> None:
+    change = check_change(_history(2, 3, lam=3.0, svc=0.5))
+    assert change is not None
+    assert (change.workers_before, change.workers_after) == (2, 3)
+    assert change.at == 8 * 60.0
+    assert change.points_before == change.points_after == 8
+    assert change.predicted_throughput_per_s == pytest.approx(3.0)
+    # M/M/3 at λ = 3, μ = 2 (a = 1.5): the textbook mean wait
+    assert change.predicted_wait_mean_s == pytest.approx(_erlang_c_wait(3.0, 2.0, 3))
+    assert change.observed_wait_mean_s == pytest.approx(change.predicted_wait_mean_s)
+
+
+def test_check_change_to_too_few_workers_predicts_saturation() -> None:
+    change = check_change(_history(4, 1, lam=3.0, svc=0.5))
+    assert change is not None
+    assert change.predicted_throughput_per_s == pytest.approx(2.0)  # capacity 1 / 0.5 s
+    assert change.predicted_wait_mean_s is None  # unstable: no steady-state wait
+
+
+def test_check_change_needs_enough_points_on_each_side() -> None:
+    assert check_change(_history(2, 3, 3.0, 0.5, n=CHANGE_MIN_POINTS - 1)) is None
+    assert check_change(None) is None
+    constant = _history(2, 2, 3.0, 0.5)
+    assert check_change(constant) is None
