@@ -20,7 +20,7 @@ import datetime as dt
 import functools
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,24 +60,48 @@ def plotly_white_template() -> Mapping[str, Any]:
     return template
 
 
+MODEBAR_REMOVE: tuple[str, ...] = ("zoomIn2d", "zoomOut2d", "autoScale2d", "lasso2d",
+                                   "select2d")
+"""Mode-bar buttons left out (mouse wheel and double-click do the same); what stays — save as
+PNG, zoom, pan, reset — is short enough to stand in a column at the right edge."""
+MODEBAR_MARGIN_PX = 40
+"""Right margin kept free for the vertical mode bar (~28 px of buttons), so it never covers the
+title, a legend entry or the plot (``dcc.Graph`` shows it on hover)."""
+TITLE_PAD_PX = 10
+LEGEND_Y = 0.0
+"""Legends sit at the bottom edge of the figure (``yref="container"``): Plotly then reserves
+that height below the axis, so the x title ("time (UTC)") is laid out above the legend instead
+of under it, whatever the chart's height and however many rows the legend wraps to."""
+
+
 def base_figure(title: str, x_title: str, y_title: str) -> Figure:
-    """An empty figure with the shared look: light card background, titled axes with units."""
+    """An empty figure with the shared look: light card background, titled axes with units.
+
+    The chrome is laid out so nothing overlaps at any size: the title is left-aligned in the
+    top margin (``automargin``: the plot starts below it); the mode bar is vertical in a right
+    margin of its own (:data:`MODEBAR_MARGIN_PX`); both axes have ``automargin``, so long tick
+    labels push the axis titles out instead of being drawn under them; the legend is
+    horizontal at the bottom of the container (:data:`LEGEND_Y`), below the x title.
+    """
     return {
         "data": [],
         "layout": {
             "template": plotly_white_template(),
-            "title": {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 16}},
+            "title": {"text": title, "x": 0.0, "xanchor": "left", "xref": "container",
+                      "y": 1.0, "yanchor": "top", "yref": "container", "automargin": True,
+                      "pad": {"t": TITLE_PAD_PX, "l": TITLE_PAD_PX}, "font": {"size": 16}},
             "font": {"family": _FONT_FAMILY, "size": 13},
-            "margin": {"l": 64, "r": 24, "t": 56, "b": 56},
-            "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right",
-                       "x": 1.0},
+            "margin": {"l": 16, "r": MODEBAR_MARGIN_PX, "t": 16, "b": 8},
+            "legend": {"orientation": "h", "x": 0.0, "xanchor": "left", "y": LEGEND_Y,
+                       "yanchor": "bottom", "yref": "container"},
+            "modebar": {"orientation": "v", "remove": list(MODEBAR_REMOVE)},
             "hovermode": "x unified",
             "paper_bgcolor": "#ffffff",
             "plot_bgcolor": "#ffffff",
             "xaxis": {"title": {"text": x_title}, "showline": True, "linecolor": _AXIS_LINE,
-                      "zeroline": False},
+                      "zeroline": False, "automargin": True},
             "yaxis": {"title": {"text": y_title}, "showline": True, "linecolor": _AXIS_LINE,
-                      "rangemode": "tozero"},
+                      "rangemode": "tozero", "automargin": True},
         },
     }
 
@@ -318,12 +342,32 @@ def time_series_figure(
         if line.fill:
             trace["fill"] = "tozeroy"
         fig["data"].append(trace)
-    _legend_below(fig)
     if log_y:
         fig["layout"]["yaxis"].update(type="log", rangemode="normal")
+        ticks = log_ticks(v for line in drawn for v in line.series[1])
+        if ticks:
+            fig["layout"]["yaxis"].update(tickmode="array", tickvals=ticks,
+                                          ticktext=[f"{v:g}" for v in ticks])
     if now is not None:
         add_vline(fig, _iso(now), {"color": GREY, "width": 1, "dash": "dot"})
     return fig
+
+
+def log_ticks(values: Iterable[float], *, max_decades: int = 3) -> list[float]:
+    """Tick values for a log axis over the positive finite ``values``: 1, 2, 5 of every
+    decade they span (only the powers of ten beyond ``max_decades`` decades), each labelled
+    in full ("0.5", "2", "10") — Plotly's own log ticks label the in-between ticks with a
+    bare digit ("5" under "1" for 0.5), or crowd every digit 2–9 into a short axis.
+    No positive value → [] (Plotly's default ticks)."""
+    positive = [float(v) for v in values if math.isfinite(float(v)) and float(v) > 0]
+    if not positive:
+        return []
+    low = math.floor(math.log10(min(positive)) + 1e-9)
+    high = math.ceil(math.log10(max(positive)) - 1e-9)
+    high = max(high, low + 1)
+    steps = (1.0,) if high - low > max_decades else (1.0, 2.0, 5.0)
+    ticks = [float(f"{m * 10.0 ** e:.12g}") for e in range(low, high + 1) for m in steps]
+    return [v for v in ticks if v <= 10.0 ** high]
 
 
 def depth_figure(
@@ -394,14 +438,14 @@ def api_calls_figure(by_class: Mapping[str, Series], step_s: float) -> Figure:
     lines = [Line(f"{cls} responses", s, API_CLASS_COLORS.get(cls, SKY))
              for cls, s in by_class.items()]
     return time_series_figure("Which API responses does this controller's process get?",
-                              "API requests per second (1/s)", lines, step_s)
+                              "API requests (1/s)", lines, step_s)
 
 
 def effects_figure(effects_per_reconcile: Series, step_s: float) -> Figure:
     """External effects (writes to outside systems) per completed reconcile."""
     return time_series_figure(
         "How many external effects does each reconcile cause?",
-        "external effects per reconcile",
+        "effects per reconcile",
         [Line("external effects ÷ completed reconciles", effects_per_reconcile, PURPLE)],
         step_s,
     )
@@ -443,10 +487,13 @@ def whatif_wait_figure(
                  hovertemplate="utilization %{y:.1f}%<extra></extra>"),
     ]
     layout = fig["layout"]
+    top, dtick = percent_axis([100.0 * u for u in utilization])
     layout["yaxis2"] = {"title": {"text": "utilization λ/(c·μ) (%)"}, "overlaying": "y",
-                        "side": "right", "rangemode": "tozero", "showgrid": False}
-    _legend_below(fig)
-    layout["margin"]["r"] = 72
+                        "side": "right", "range": [0, top], "tickmode": "linear",
+                        "tick0": 0, "dtick": dtick, "ticksuffix": " %", "showgrid": False,
+                        "zeroline": False, "automargin": True}
+    # the right axis' ticks and title take the right margin; the mode bar needs its own
+    layout["margin"]["r"] = RIGHT_AXIS_MARGIN_PX + MODEBAR_MARGIN_PX
     if slo_s is not None:
         add_hline(fig, slo_s, {"color": GREEN, "dash": "dash"},
                   text=f"SLO {format_number(slo_s, 4)} s", position="top left",
@@ -470,7 +517,6 @@ def whatif_slo_figure(
                                 name="P(wait > SLO)", mode="lines+markers",
                                 line={"color": VERMILLION, "width": 2.5},
                                 hovertemplate="P = %{y:.3g}<extra></extra>"))
-    _legend_below(fig)
     fig["layout"]["yaxis"]["range"] = [0, 1.02]
     if target is not None:
         add_hline(fig, target, {"color": GREEN, "dash": "dash"},
@@ -503,12 +549,37 @@ def whatif_throughput_figure(
                  mode="lines", line={"color": BLUE, "width": 2},
                  hovertemplate="throughput %{y:.4g}/s<extra></extra>"),
     ]
-    _legend_below(fig)
     add_hline(fig, arrival_rate_per_s, {"color": ORANGE, "dash": "dash"},
               text=f"arrivals λ = {format_number(arrival_rate_per_s)}/s",
               position="bottom right", text_color=ORANGE)
     _mark_recommended(fig, recommended)
     return fig
+
+
+RIGHT_AXIS_MARGIN_PX = 72
+"""Room for a right axis' tick labels ("150 %") and rotated title."""
+
+PERCENT_DTICKS: tuple[float, ...] = (10.0, 20.0, 25.0, 50.0, 100.0, 200.0, 250.0, 500.0)
+"""Round tick steps for a percent axis, smallest first."""
+
+
+def percent_axis(values_pct: Sequence[float | None], *, at_least: float = 100.0,
+                 max_intervals: int = 5) -> tuple[float, float]:
+    """(top of the range, tick step) for a 0-based percent axis: ticks at round numbers
+    (0 / 20 / … / 100 %, or 0 / 50 / … / 200 % above 100 %) instead of what Plotly's
+    auto-ticks make of an overlaying axis (0 / 92.9 / 185.7 %). The range covers the largest
+    finite value and ``at_least`` (100 %: the saturation line is always on the axis), rounded
+    up to a whole step; steps come from :data:`PERCENT_DTICKS` (×10 beyond them)."""
+    finite = [v for v in values_pct if v is not None and math.isfinite(v)]
+    peak = max([at_least, *finite])
+    scale = 1.0
+    while True:
+        for step in PERCENT_DTICKS:
+            dtick = step * scale
+            top = math.ceil(peak / dtick - 1e-9) * dtick
+            if top / dtick <= max_intervals:
+                return top, dtick
+        scale *= 10.0
 
 
 def _mark_recommended(fig: Figure, recommended: int | None) -> None:
@@ -544,9 +615,16 @@ def sparkline_text(values: Sequence[float | None], width: int = 24) -> str:
     return sparklines_text(row.reshape(1, -1), width)[0]
 
 
-def sparklines_text(table: npt.ArrayLike, width: int = 24) -> list[str]:
+def sparklines_text(table: npt.ArrayLike, width: int = 24, *,
+                    log_floor: float | None = None, top: float | None = None) -> list[str]:
     """:func:`sparkline_text` of every row of a (rows × points) table at once (NaN or ±inf =
-    missing): bucket maxima by one ``fmax.reduceat``, levels by array arithmetic."""
+    missing): bucket maxima by one ``fmax.reduceat``, levels by array arithmetic.
+
+    By default each row is scaled to its own maximum. With ``log_floor`` every row shares ONE
+    logarithmic scale instead, so rows can be compared and a depth of 6e-05 does not draw like
+    one of 16: a cell at or below ``log_floor`` is the lowest block, ``top`` (default: the
+    table's largest finite value, at least 10 × ``log_floor``) is the full block, and the levels
+    in between are equal ratios; any cell above the floor is at least the second block."""
     if width < 1:
         raise ValueError(f"width must be at least 1, got {width}.")
     t = np.asarray(table, dtype=np.float64)
@@ -558,16 +636,35 @@ def sparklines_text(table: npt.ArrayLike, width: int = 24) -> list[str]:
     t = np.where(np.isfinite(t), t, np.nan)
     cells = min(width, n)
     starts = np.array([i * n // cells for i in range(cells)], dtype=np.int64)
-    with np.errstate(invalid="ignore"):
+    steps = len(SPARK_BLOCKS) - 1
+    with np.errstate(invalid="ignore", divide="ignore"):
         buckets = np.fmax.reduceat(t, starts, axis=1)
         has: npt.NDArray[np.bool_] = ~np.isnan(buckets)
-        top = np.max(np.where(has, buckets, -np.inf), axis=1, keepdims=True)
-        scaled = np.maximum(buckets, 0.0) / np.where(top > 0, top, 1.0)
-    levels = np.where(top > 0, np.round(scaled * (len(SPARK_BLOCKS) - 1)), 0.0)
+        if log_floor is None:
+            peak = np.max(np.where(has, buckets, -np.inf), axis=1, keepdims=True)
+            scaled = np.maximum(buckets, 0.0) / np.where(peak > 0, peak, 1.0)
+            levels = np.where(peak > 0, np.round(scaled * steps), 0.0)
+        else:
+            if not (math.isfinite(log_floor) and log_floor > 0):
+                raise ValueError(f"log_floor must be a positive number, got {log_floor!r}.")
+            full = spark_log_top(t, log_floor) if top is None else max(top, log_floor * 10)
+            ratio = np.log(np.clip(buckets, log_floor, full) / log_floor)
+            levels = np.where(buckets > log_floor,
+                              np.maximum(1.0, np.round(steps * ratio / math.log(full / log_floor))),
+                              0.0)
     codes = np.where(has, np.nan_to_num(levels).astype(np.int64), len(SPARK_BLOCKS))
     chars = np.array([*SPARK_BLOCKS, " "], dtype=object)[codes]
     any_row = [bool(x) for x in np.any(has, axis=1).tolist()]
     return ["".join(r) if ok else "" for r, ok in zip(chars.tolist(), any_row, strict=True)]
+
+
+def spark_log_top(table: npt.ArrayLike, log_floor: float) -> float:
+    """What the full block stands for on the shared log scale of :func:`sparklines_text`: the
+    largest finite value of the table, at least one decade above ``log_floor``."""
+    t = np.asarray(table, dtype=np.float64)
+    finite = t[np.isfinite(t)]
+    peak = float(finite.max()) if finite.size else 0.0
+    return max(peak, 10.0 * log_floor)
 
 
 # --- key trace and retry storm (dashboard/pages/keys.py, dashboard/pages/retries.py) ---------
@@ -660,10 +757,7 @@ def key_membership_figure(
         rangemode="normal",
     )
     add_vline(fig, current_step, {"color": GREY, "width": 1.5, "dash": "dot"})
-    layout.update(hovermode="closest", showlegend=True,
-                  legend={"orientation": "h", "y": -0.35, "yanchor": "top", "x": 0,
-                          "xanchor": "left"},
-                  margin={"l": 64, "r": 24, "t": 56, "b": 120})
+    layout.update(hovermode="closest", showlegend=True)
     return fig
 
 
@@ -721,7 +815,6 @@ def retry_rate_figure(
         ))
     fig["layout"]["xaxis"]["rangemode"] = "tozero"
     fig["layout"]["yaxis"].update(type="log", rangemode="normal", dtick=1)
-    _legend_below(fig)
     return fig
 
 
@@ -808,7 +901,6 @@ def backoff_penalty_figure(
         ))
     fig["layout"]["yaxis"].update(type="log", rangemode="normal", dtick=1)
     fig["layout"]["hovermode"] = "closest"
-    _legend_below(fig)
     return fig
 
 
@@ -851,15 +943,7 @@ def healthy_wait_figure(
         )
     fig["layout"]["yaxis"].update(type="log", rangemode="normal", dtick=1)
     fig["layout"].update(barmode="group", hovermode="closest")
-    _legend_below(fig)
     return fig
-
-
-def _legend_below(fig: Figure) -> None:
-    """Long legends go under the plot, where they cannot cover the title."""
-    fig["layout"].update(legend={"orientation": "h", "y": -0.22, "yanchor": "top", "x": 0,
-                                 "xanchor": "left"},
-                         margin={"l": 64, "r": 24, "t": 56, "b": 110})
 
 
 def sim_compare_figure(

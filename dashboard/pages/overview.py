@@ -1,93 +1,82 @@
-"""Fleet overview (`/`): one row per queue, sortable and filterable, names link to `/queue/<name>`.
+"""Fleet overview (`/`): one row per queue in a ``dash-ag-grid`` grid — sortable, filterable,
+names link to `/queue/<name>`.
 
 Rows come from one ``Source.snapshot`` plus one ``Source.range`` for *all* queues (the depth
 sparklines), through the app's shared cache: two source calls per refresh whatever the number
 of queues. The status badge is the advisor's verdict (:func:`dashboard.advice.advise_data`
 over the same snapshot and range data — no further source call): the verdict kinds in the
-advisor's order, coloured by the first one's severity. The sparkline is text (unicode
-blocks, :func:`dashboard.figures.sparkline_text`), so 500 of them cost the browser nothing
-more than 500 short strings. The table is a
-``dash_table.DataTable`` with native sort, filter and paging, so 500 queues cost the browser
-one page of rows at a time. Queue names are rendered as Markdown links with HTML disabled
-(``markdown_options={"html": False}``); the link text is Markdown-escaped and the URL
-percent-encoded, so a label value can neither inject markup nor change the link target.
+advisor's order, coloured by the first one's severity, with the queue's capacity plan beside
+it (recommended workers, binding limit, the demand it is sized for).
+
+The grid (``dash_table.DataTable`` is deprecated in Dash 4) groups its columns (Advice,
+Demand, Workers, Backlog, p95, Failures & API) under short headers, so the default columns
+fit a 1400 px window without a horizontal scroll bar: the name is pinned left at a fixed
+width, every other column is ``flex`` with a minimum width (AG Grid shares the width out
+exactly; ``sizeColumnsToFit`` rounded 2 px over it and showed a scroll bar). It pages 50
+rows at a time, so 500 queues cost the browser one page of rows. The sparkline is text
+(unicode blocks, :func:`dashboard.figures.sparklines_text`) on ONE logarithmic scale shared
+by every queue — a depth of 6e-05 draws as the floor, not as the full bar a per-row scale
+gave it — and the scale is stated under the grid (:func:`spark_scale`).
+
+Queue names are label values (hostile input): they reach the page only as text. The name
+cell's renderer (``QueueLink`` in ``dashboard/assets/overview_grid.js``) puts the name into
+an ``<a>`` as a React text child; the link target is :func:`queue_href`, percent-encoded here.
+No column uses the Markdown renderer, ``dangerously_allow_code`` stays off, and tooltips are
+AG Grid's plain-text ones.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
 import dash
+import dash_ag_grid as dag
 import numpy as np
-from dash import Input, Output, dash_table, dcc, html
+import numpy.typing as npt
+from dash import Input, Output, dcc, html
 
 from collectors.errors import CollectorError
 from collectors.types import RangeData, Snapshot
 from dashboard.advice import (
-    DASHBOARD_RANGE_S,
-    DASHBOARD_STEP_S,
     HISTORY_SIGNALS,
     FleetAdvice,
+    QueueAdvice,
     advise_data,
+    source_framework,
 )
 from dashboard.context import AppContext, register_page
-from dashboard.figures import sparklines_text
+from dashboard.figures import SPARK_BLOCKS, format_number, spark_log_top, sparklines_text
+from dashboard.plan_words import binding_label, workers_text
 from models.advisor import SEVERITIES
 from models.errors import ModelInputError
+from models.settings import DEFAULT_RANGE_S, AnalysisSettings, describe_duration
 
 PATH = "/"
+GRID_ID = "overview-table"
 
-COLUMNS: tuple[tuple[str, str, str], ...] = (
-    # (field id, header, DataTable type)
-    ("queue", "queue", "text"),
-    ("status", "advisor verdict", "text"),
-    ("arrival_rate_per_s", "arrivals /s", "numeric"),
-    ("throughput_per_s", "throughput /s", "numeric"),
-    ("utilization_pct", "utilization % (busy/c)", "numeric"),
-    ("busy_workers", "busy workers", "numeric"),
-    ("workers", "workers c", "numeric"),
-    ("depth_current", "depth (items)", "numeric"),
-    ("sparkline", "depth, last hour", "text"),
-    ("queue_wait_p95_s", "queue wait p95 (s)", "numeric"),
-    ("work_p95_s", "work p95 (s)", "numeric"),
-    ("retries_per_s", "retries /s", "numeric"),
-    ("errors_per_s", "errors /s", "numeric"),
-    ("api_calls_per_s", "API calls /s (process)", "numeric"),
-)
-
-SPARK_RANGE_S = DASHBOARD_RANGE_S
-"""The sparkline shows the depth over the last hour..."""
-SPARK_STEP_S = DASHBOARD_STEP_S
-"""...one point every 150 s (25 points), read in one range call for all queues; the advisor
-reads the same range data (the badges), so a refresh stays at two source calls."""
+SPARK_RANGE_S = DEFAULT_RANGE_S
+"""The sparkline shows the depth over the settings' range (this is the default; the app's
+settings decide) at their step, read in one range call for all queues; the plans read the
+same range data, so a refresh stays at two source calls."""
 SPARK_SIGNALS = ("depth_current", "depth_mean")
 """The first of these signals present in the range data is drawn."""
 SPARK_WIDTH = 25
+SPARK_FLOOR = 0.1
+"""Depth (items) at or below which a sparkline cell is the lowest block: the shared log scale
+starts here. A time-average depth under 0.1 item is a queue that is practically empty."""
 NO_DATA = "no data"
 
 NO_VERDICT = "no verdict"
 """The status of a queue the advisor could not judge (its input was rejected)."""
 
-# Characters that could start Markdown syntax inside link text. '-', '.', '#' and '+' only
-# matter at the start of a line (the cell starts with '['); '_' only at a word edge, so
-# names such as kube-system or my_queue stay filterable as typed.
-_MD_SPECIAL = re.compile(r"([\\`*\[\]<>&~!|])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
-
 
 def queue_href(name: str) -> str:
     """`/queue/<name>` with every reserved character percent-encoded (``/`` too)."""
     return "/queue/" + quote(name, safe="")
-
-
-def markdown_link(name: str) -> str:
-    """A Markdown link to the queue page whose text shows ``name`` literally."""
-    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), name).replace("\n", " ").replace("\r", " ")
-    return f"[{text}]({queue_href(name)})"
 
 
 def _num(value: float | None, digits: int = 3) -> float | None:
@@ -96,70 +85,150 @@ def _num(value: float | None, digits: int = 3) -> float | None:
     return round(value, digits)
 
 
-def sparklines(data: RangeData, width: int = SPARK_WIDTH) -> dict[str, str]:
-    """{queue: depth sparkline} from one range read of all queues. Points are placed on the
-    range's time grid, so a missing sample is a blank cell (never a zero bar)."""
+def _depth_table(data: RangeData, only: Collection[str] | None = None
+                 ) -> tuple[list[str], npt.NDArray[np.float64]]:
+    """(queues, queues × grid-points depth table) with the points placed on the range's time
+    grid, so a missing sample is NaN (a blank cell, never a zero bar); ``only``: just these
+    queues (the ones the grid shows, so the shared scale is theirs)."""
     signal = next((s for s in SPARK_SIGNALS if s in data.signals), None)
     if signal is None or len(data.t) == 0:
-        return {}
+        return [], np.empty((0, 0))
     grid = data.start + data.step_s * np.arange(
         math.floor((data.end - data.start) / data.step_s + 1e-9) + 1)
     index = np.rint((data.t - data.start) / data.step_s).astype(np.int64)
     ok = (index >= 0) & (index < len(grid))
     table = np.full((len(data.queues), len(grid)), np.nan)
     table[:, index[ok]] = data.matrix(signal)[:, ok]
-    texts = sparklines_text(table, width)
-    return {name: text for name, text in zip(data.queues, texts, strict=True) if text}
+    if only is None:
+        return list(data.queues), table
+    keep = [i for i, name in enumerate(data.queues) if name in only]
+    return [data.queues[i] for i in keep], table[keep]
+
+
+def sparklines(data: RangeData, width: int = SPARK_WIDTH,
+               only: Collection[str] | None = None) -> dict[str, str]:
+    """{queue: depth sparkline} from one range read of all queues (or ``only`` these), on one
+    log scale shared by every queue: :data:`SPARK_FLOOR` to their peak (:func:`spark_scale`)."""
+    queues, table = _depth_table(data, only)
+    if not queues:
+        return {}
+    texts = sparklines_text(table, width, log_floor=SPARK_FLOOR)
+    return {name: text for name, text in zip(queues, texts, strict=True) if text}
+
+
+def depth_peaks(data: RangeData, only: Collection[str] | None = None) -> dict[str, float]:
+    """{queue: largest depth over the range} (queues with at least one point)."""
+    queues, table = _depth_table(data, only)
+    out: dict[str, float] = {}
+    for name, row in zip(queues, table, strict=True):
+        finite = row[np.isfinite(row)]
+        if finite.size:
+            out[name] = float(finite.max())
+    return out
+
+
+def spark_scale(peaks: Collection[float]) -> str:
+    """The shared sparkline scale in words (shown under the grid), from the peaks of the
+    queues drawn (:func:`depth_peaks`): the same top :func:`sparklines` scaled them to."""
+    if not peaks:
+        return ""
+    top = spark_log_top(np.array(list(peaks), dtype=np.float64), SPARK_FLOOR)
+    ratio = (top / SPARK_FLOOR) ** (1 / (len(SPARK_BLOCKS) - 1))
+    return (f"Depth sparklines share one log scale: {SPARK_BLOCKS[0]} ≤ "
+            f"{format_number(SPARK_FLOOR)} items, {SPARK_BLOCKS[-1]} = "
+            f"{format_number(top, 1)} items (the fleet's peak), each block ×"
+            f"{format_number(ratio, 2)} the one below; a blank is a missing sample.")
+
+
+def rows_scale(rows: Sequence[Mapping[str, Any]]) -> str:
+    """:func:`spark_scale` of the rows shown."""
+    return spark_scale([r["depth_peak"] for r in rows if r.get("depth_peak") is not None])
 
 
 def read_history(ctx: AppContext, now: float) -> tuple[RangeData | None, str]:
-    """(range data, warning): ONE ``range`` call for all queues over the last hour at the
-    advisor's dashboard step — the sparklines and the advisor both read it."""
+    """(range data, warning): ONE ``range`` call for all queues over the settings' range at
+    their step (the advisor's read, as ``advise``) — the sparklines and the plans read it."""
     if ctx.source is None:
         return None, ""
+    s = ctx.settings
     try:
-        data = ctx.source.range(now - SPARK_RANGE_S, now, SPARK_STEP_S, None,
+        data = ctx.source.range(now - s.range_s, now, s.step_s, None,
                                 HISTORY_SIGNALS | set(SPARK_SIGNALS))
     except CollectorError as exc:
         return None, f"No history (sparklines, trend rules): {exc}"
     return data, "; ".join(data.warnings)
 
 
-_memo: tuple[Snapshot, RangeData | None, float, FleetAdvice] | None = None
+_memo: tuple[Snapshot, RangeData | None, AnalysisSettings, FleetAdvice] | None = None
 """The last fleet advice with the (cached) snapshot and range it came from: another tab or a
 refresh within the cache's lifetime gets the same objects back and skips the advisor."""
 
 
-def fleet_advice(snapshot: Snapshot, data: RangeData | None, slo_wait_s: float) -> FleetAdvice:
-    """The advisor's verdicts for every queue, from data already read (no source call)."""
+def fleet_advice(snapshot: Snapshot, data: RangeData | None,
+                 settings: AnalysisSettings | None = None,
+                 framework: str | None = None) -> FleetAdvice:
+    """Every queue's plan and verdicts, from data already read (no source call)."""
     global _memo
+    settings = settings or AnalysisSettings()
     memo = _memo
-    if memo is not None and memo[0] is snapshot and memo[1] is data and memo[2] == slo_wait_s:
+    if memo is not None and memo[0] is snapshot and memo[1] is data and memo[2] == settings:
         return memo[3]
-    advice = advise_data(snapshot, data, range_s=SPARK_RANGE_S, slo_wait_s=slo_wait_s)
-    _memo = (snapshot, data, slo_wait_s, advice)
+    advice = advise_data(snapshot, data, settings, framework=framework)
+    _memo = (snapshot, data, settings, advice)
     return advice
 
 
+def _plan_cells(qa: QueueAdvice | None) -> dict[str, Any]:
+    """The capacity plan's cells of a row: the same words as every other surface."""
+    plan = qa.plan if qa is not None else None
+    if plan is None:
+        return {"workers_advice": "—", "workers_advised": None, "binding_limit": None,
+                "binding": "", "binding_text": "", "demand_per_s": None, "headline": ""}
+    counts = {"workers_now": plan.workers_now, "recommended_workers": plan.recommended_workers}
+    return {
+        "workers_advice": workers_text(counts),
+        "workers_advised": plan.recommended_workers,
+        "binding_limit": plan.binding_limit,
+        "binding": binding_label(plan.binding_limit),
+        "binding_text": plan.binding_text,
+        "demand_per_s": _num(plan.demand_per_s),
+        "headline": plan.headline,
+    }
+
+
 def overview_rows(
-    snapshot: Snapshot, sparks: dict[str, str] | None = None,
-    advice: FleetAdvice | None = None,
+    snapshot: Snapshot, sparks: Mapping[str, str] | None = None,
+    advice: FleetAdvice | None = None, peaks: Mapping[str, float] | None = None,
+    range_s: float = SPARK_RANGE_S,
 ) -> list[dict[str, Any]]:
-    """Table rows (JSON-safe: None for missing, never NaN), most severe verdict first.
+    """Grid rows (JSON-safe: None for missing, never NaN), most severe verdict first.
 
     ``sparks``: {queue: sparkline text}; a queue without one shows "no data". ``advice``:
-    the advisor's verdicts; the status cell lists their kinds in the advisor's order."""
+    the advisor's verdicts and plans; the status cell lists the verdict kinds in the
+    advisor's order. ``peaks``: {queue: peak depth} for the sparkline's tooltip. The name is
+    kept as plain text (``queue_name``) with its link target (``queue_href``) beside it."""
     sparks = sparks or {}
-    verdicts = {qa.queue: qa.verdicts for qa in advice.queues} if advice is not None else {}
+    peaks = peaks or {}
+    by_queue = {qa.queue: qa for qa in advice.queues} if advice is not None else {}
+    rank = {s: i for i, s in enumerate(SEVERITY_ORDER)}
     rows: list[dict[str, Any]] = []
     for q in snapshot.queues:
-        found = verdicts.get(q.queue, ())
+        qa = by_queue.get(q.queue)
+        found = qa.verdicts if qa is not None else ()
+        severity = found[0].severity if found else NO_VERDICT
+        plan = _plan_cells(qa)
+        summary = plan.pop("headline") or ". ".join(v.headline for v in found[:2])
+        peak = peaks.get(q.queue)
         rows.append({
-            "queue": markdown_link(q.queue),
             "queue_name": q.queue,
+            "queue_href": queue_href(q.queue),
             "status": ", ".join(v.kind for v in found) or NO_VERDICT,
-            "severity": found[0].severity if found else NO_VERDICT,
-            "verdict_summary": ". ".join(v.headline for v in found[:2]),
+            "severity": severity,
+            "severity_rank": rank[severity],
+            "verdict_summary": summary,
+            "verdict_tip": (f"{summary} — {', '.join(v.kind for v in found)}" if summary
+                            else ", ".join(v.kind for v in found) or NO_VERDICT),
+            **plan,
             "arrival_rate_per_s": _num(q.arrival_rate_per_s),
             "throughput_per_s": _num(q.throughput_per_s),
             "utilization_pct": None if q.utilization is None else _num(100 * q.utilization, 1),
@@ -167,26 +236,30 @@ def overview_rows(
             "workers": _num(q.workers, 0),
             "depth_current": _num(q.depth_current, 1),
             "sparkline": sparks.get(q.queue, NO_DATA),
+            "depth_peak": peak,
+            "sparkline_tip": (f"peak depth {format_number(peak, 2)} items over the last "
+                              f"{describe_duration(range_s)}" if peak is not None
+                              else "no depth history"),
             "queue_wait_p95_s": _num(q.queue_wait_p95_s, 4),
             "work_p95_s": _num(q.work_p95_s, 4),
             "retries_per_s": _num(q.retries_per_s),
             "errors_per_s": _num(q.errors_per_s),
             "api_calls_per_s": _num(q.api_calls_per_s, 2),
         })
-    rank = {s: i for i, s in enumerate(SEVERITY_ORDER)}
-    rows.sort(key=lambda r: (rank[r["severity"]], r["queue_name"]))
+    rows.sort(key=lambda r: (r["severity_rank"], r["queue_name"]))
     return rows
 
 
-def summary_line(snapshot: Snapshot, rows: Sequence[dict[str, Any]]) -> str:
+def summary_line(snapshot: Snapshot, rows: Sequence[dict[str, Any]],
+                 settings: AnalysisSettings | None = None) -> str:
     counts = dict.fromkeys(SEVERITY_ORDER, 0)
     for row in rows:
         counts[row["severity"]] += 1
     parts = [f"{n} {s}" for s, n in counts.items() if n]
     when = time.strftime("%H:%M:%S UTC", time.gmtime(snapshot.at))
-    return (f"{len(rows)} queues from {snapshot.source} at {when} "
-            f"(rates over {snapshot.window_s:g} s; advisor verdicts over the last "
-            f"{SPARK_RANGE_S / 3600:g} h): " + ", ".join(parts) + ".")
+    described = (settings or AnalysisSettings()).describe()
+    return (f"{len(rows)} queues from {snapshot.source} at {when} (plans from the {described}): "
+            + ", ".join(parts) + ".")
 
 
 def load_overview(ctx: AppContext, now: float | None = None
@@ -203,18 +276,16 @@ def load_overview(ctx: AppContext, now: float | None = None
     data, history_warning = read_history(ctx, now)
     notes = [*snapshot.warnings, *([history_warning] if history_warning else [])]
     try:
-        advice: FleetAdvice | None = fleet_advice(snapshot, data, ctx.slo_wait_s)
+        advice: FleetAdvice | None = fleet_advice(snapshot, data, ctx.settings,
+                                                  source_framework(ctx.source))
     except (ModelInputError, CollectorError) as exc:
         advice = None
         notes.append(f"No advisor verdicts: {exc}")
-    rows = overview_rows(snapshot, sparklines(data) if data is not None else {}, advice)
-    return rows, summary_line(snapshot, rows), "; ".join(notes)
-
-
-def status_tooltips(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per-row tooltip of the status cell: the first verdicts' summaries (plain text)."""
-    return [{"status": {"value": r["verdict_summary"] or r["status"], "type": "text"}}
-            for r in rows]
+    shown = {q.queue for q in snapshot.queues}
+    sparks = sparklines(data, only=shown) if data is not None else {}
+    peaks = depth_peaks(data, only=shown) if data is not None else {}
+    rows = overview_rows(snapshot, sparks, advice, peaks, ctx.settings.range_s)
+    return rows, summary_line(snapshot, rows, ctx.settings), "; ".join(notes)
 
 
 SEVERITY_ORDER: tuple[str, ...] = (*SEVERITIES, NO_VERDICT)
@@ -227,84 +298,176 @@ _SEVERITY_STYLE = {
     NO_VERDICT: ("#e5e7eb", "#374151"),
 }
 
+_MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
+QUEUE_WIDTH = 150
+"""Width of the (pinned) name column; a longer name ends in an ellipsis, its tooltip is whole."""
 
-def _table() -> Any:
-    columns: list[dict[str, Any]] = []
-    for field_id, header, kind in COLUMNS:
-        col: dict[str, Any] = {"id": field_id, "name": header, "type": kind}
-        if field_id == "queue":
-            col["presentation"] = "markdown"
-        columns.append(col)
-    return dash_table.DataTable(  # type: ignore[attr-defined]
-        id="overview-table",
-        columns=columns,
-        data=[],
-        sort_action="native",
-        sort_mode="multi",
-        filter_action="native",
-        page_action="native",
-        page_size=50,
-        markdown_options={"html": False, "link_target": "_self"},
-        style_table={"overflowX": "auto"},
-        style_cell={"fontFamily": "inherit", "fontSize": "14px", "padding": "4px 8px",
-                    "textAlign": "right", "backgroundColor": "#ffffff", "color": "#1c1f24"},
-        style_cell_conditional=[
-            *({"if": {"column_id": c}, "textAlign": "left"} for c in ("queue", "status")),
-            {"if": {"column_id": "sparkline"}, "textAlign": "left", "whiteSpace": "pre",
-             "fontFamily": "DejaVu Sans Mono, Menlo, Consolas, monospace",
-             "letterSpacing": "-1px", "color": "#0072B2"},
-        ],
-        style_header={"fontWeight": "700", "backgroundColor": "#eef1f5", "whiteSpace": "normal"},
-        style_data_conditional=[
-            {"if": {"filter_query": f'{{severity}} = "{sev}"', "column_id": "status"},
-             "backgroundColor": bg, "color": fg, "fontWeight": "700"}
-            for sev, (bg, fg) in _SEVERITY_STYLE.items()
-        ],
-        tooltip_header={
-            "utilization_pct": "time-average busy workers ÷ worker count",
-            "api_calls_per_s": "rest_client_requests_total of the whole process, shared by "
-                               "every controller in it",
-            "arrival_rate_per_s": "distinct adds after coalescing (workqueue_adds_total)",
-            "sparkline": "queue depth over the last hour, scaled to each queue's own maximum",
-            "status": "the advisor's verdicts, most important first; the colour is the first "
-                      "verdict's severity (critical, warning, info, ok). Hover a cell for the "
-                      "summary; the queue page has the evidence",
+NUMBER_FORMAT = ".3~r"
+"""d3-format of every number cell: three significant digits in decimal notation (15.2,
+0.729, 1230, 0.00006), never an exponent; the row data keep more digits for sorting."""
+
+
+def _number(field: str, header: str, min_width: int, tip: str = "") -> dict[str, Any]:
+    # numbers filter from the header's filter button (greater than, between…), which
+    # queuelens.css overlays on hover: a floating filter or a permanent button in every
+    # narrow header would take the room the grid needs to fit
+    col: dict[str, Any] = {"field": field, "headerName": header, "minWidth": min_width,
+                           "flex": min_width, "type": "rightAligned",
+                           "filter": "agNumberColumnFilter", "cellDataType": "number",
+                           "valueFormatter": {"function": "params.value == null ? '' : "
+                                              f"d3.format('{NUMBER_FORMAT}')(params.value)"}}
+    if tip:
+        col["headerTooltip"] = tip
+    return col
+
+
+def _text(field: str, header: str, min_width: int, tip: str = "") -> dict[str, Any]:
+    col: dict[str, Any] = {"field": field, "headerName": header, "minWidth": min_width,
+                           "flex": min_width, "filter": "agTextColumnFilter",
+                           "floatingFilter": True, "cellDataType": "text"}
+    if tip:
+        col["headerTooltip"] = tip
+    return col
+
+
+def column_defs(range_s: float = SPARK_RANGE_S) -> list[dict[str, Any]]:
+    """The grid's columns, in groups. Every cell is text or a number: the only renderer is
+    ``QueueLink`` (a text link), no column is Markdown or HTML."""
+    queue = _text("queue_name", "queue", 120, "the queue's name (workqueue_* {name}); click "
+                  "it for the queue's history, model fit and what-if")
+    # pinned (stays in view if a narrow window scrolls): pinned columns do not flex
+    queue.update(cellRenderer="QueueLink", pinned="left", lockPinned=True, width=QUEUE_WIDTH,
+                 flex=None, tooltipField="queue_name")
+    verdict = _text("status", "verdict", 144,
+                    "the advisor's verdicts, most important first; the colour is the first "
+                    "verdict's severity (critical, warning, info, ok). Hover a cell for the "
+                    "verdict in words; the queue page has the evidence")
+    verdict.update(
+        tooltipField="verdict_tip",
+        # the column sorts by severity (then by the verdicts' text), not alphabetically
+        comparator={"function": "bySeverity"},
+        cellStyle={"styleConditions": [
+            {"condition": f"params.data.severity == '{sev}'",
+             "style": {"backgroundColor": bg, "color": fg, "fontWeight": "700"}}
+            for sev, (bg, fg) in _SEVERITY_STYLE.items()]},
+    )
+    workers = _text("workers_advice", "plan c", 60,
+                    "the capacity plan's worker count: now → recommended (one number: keep it)")
+    workers.update(floatingFilter=False, filter=False, cellStyle={"textAlign": "right"})
+    limit = _text("binding", "limit", 96, "what limits the queue's throughput (the binding "
+                  "limit of the capacity plan); hover a cell for the explanation")
+    limit.update(tooltipField="binding_text")
+    spark = _text("sparkline", f"last {describe_duration(range_s)} (log)", 172,
+                  f"queue depth over the last {describe_duration(range_s)}, on ONE "
+                  f"logarithmic scale shared by all queues: the lowest block is ≤ "
+                  f"{format_number(SPARK_FLOOR)} items, the full block the fleet's peak "
+                  "(stated under the table); a blank is a missing sample")
+    spark.update(sortable=False, filter=False, floatingFilter=False, maxWidth=220,
+                 tooltipField="sparkline_tip",
+                 cellStyle={"fontFamily": _MONO, "fontSize": "12px", "letterSpacing": "-1px",
+                            "color": "#0072B2", "whiteSpace": "pre"})
+    return [
+        queue,
+        {"headerName": "Advice", "children": [verdict, workers, limit]},
+        {"headerName": "Demand", "children": [
+            _number("arrival_rate_per_s", "adds /s", 54,
+                    "distinct adds after coalescing (workqueue_adds_total)"),
+            _number("demand_per_s", "design /s", 60,
+                    "the design demand the capacity plan sizes the workers for"),
+            _number("throughput_per_s", "done /s", 54,
+                    "completed passes per second (workqueue_work_duration_seconds_count)"),
+        ]},
+        {"headerName": "Workers", "children": [
+            _number("workers", "c", 36, "worker count (MaxConcurrentReconciles or config)"),
+            _number("busy_workers", "busy", 46, "time-average busy workers (Little's law)"),
+            _number("utilization_pct", "busy %", 52, "time-average busy workers ÷ worker "
+                    "count"),
+        ]},
+        {"headerName": "Backlog", "children": [
+            _number("depth_current", "depth", 58, "items waiting now (workqueue_depth)"),
+            spark,
+        ]},
+        {"headerName": "p95 (s)", "headerTooltip": "95th percentiles from the histograms",
+         "children": [
+             _number("queue_wait_p95_s", "wait", 60, "queue wait p95: time before a worker "
+                     "picks the item up (workqueue_queue_duration_seconds)"),
+             _number("work_p95_s", "work", 60, "work p95: reconcile duration "
+                     "(workqueue_work_duration_seconds)"),
+         ]},
+        {"headerName": "Failures & API /s", "children": [
+            _number("retries_per_s", "retry", 50, "delayed re-adds per second, planned "
+                    "requeues included (workqueue_retries_total): not a failure count"),
+            _number("errors_per_s", "error", 50, "reconcile errors per second"),
+            _number("api_calls_per_s", "API", 50, "rest_client_requests_total of the whole "
+                    "process, shared by every controller in it"),
+        ]},
+    ]
+
+
+def grid(range_s: float = SPARK_RANGE_S) -> Any:
+    """The overview grid (no rows yet: the refresh callback fills ``rowData``)."""
+    return dag.AgGrid(
+        id=GRID_ID,
+        columnDefs=column_defs(range_s),
+        defaultColDef={"sortable": True, "resizable": True, "wrapHeaderText": True,
+                       "autoHeaderHeight": True},
+        getRowId="params.data.queue_name",
+        dashGridOptions={
+            # compact: 17 columns in a 1400 px window (cell padding 7 px, not 16 px)
+            "theme": {"function": "themeQuartz.withParams({spacing: 5, fontSize: 13, "
+                                  "headerFontSize: 13, fontFamily: 'inherit', "
+                                  "headerFontWeight: 700, cellHorizontalPaddingScale: 0.7})"},
+            "domLayout": "autoHeight",
+            "pagination": True,
+            "paginationPageSize": 50,
+            "paginationPageSizeSelector": [50, 100, 250],
+            "tooltipShowDelay": 300,
+            "enableCellTextSelection": True,
+            "ensureDomOrder": True,
+            "suppressColumnVirtualisation": True,
+            "animateRows": False,
         },
-        tooltip_delay=300,
-        tooltip_duration=None,
+        dangerously_allow_code=False,
+        style={"width": "100%"},
     )
 
 
-def layout(**_kwargs: object) -> html.Div:
+def layout(range_s: float = SPARK_RANGE_S, **_kwargs: object) -> html.Div:
     return html.Div(
         [
             html.H1("Fleet overview: which queues are falling behind?"),
             html.P(
-                "One row per work queue. Sort by any column, filter with expressions such as "
-                "> 0.9 or contains name; click a queue for its history, model fit and what-if.",
+                "One row per work queue. Click a header to sort (shift-click for several); "
+                "type under queue, verdict or limit to filter them, or hover a number's "
+                "header for its filter (greater than, between…); click a queue for its "
+                "history, model fit and what-if.",
                 className="ql-muted",
             ),
             html.Div(id="overview-summary", className="ql-readout"),
             html.Div(id="overview-error", className="ql-error", role="alert"),
-            html.Div(_table(), className="ql-card"),
+            html.Div([grid(range_s),
+                      html.Div(id="overview-scale", className="ql-muted ql-small")],
+                     className="ql-card"),
             dcc.Interval(id="overview-refresh", interval=15_000),
         ]
     )
 
 
 def register(app: dash.Dash, ctx: AppContext) -> None:
+    def page_layout(**kwargs: object) -> html.Div:
+        return layout(ctx.settings.range_s)
+
     register_page(__name__, path=PATH, name="Fleet", title="Fleet · queuelens", order=0,
-                  layout=layout)
+                  layout=page_layout)
 
     @app.callback(
-        Output("overview-table", "data"),
-        Output("overview-table", "tooltip_data"),
+        Output(GRID_ID, "rowData"),
         Output("overview-summary", "children"),
         Output("overview-error", "children"),
+        Output("overview-scale", "children"),
         Output("overview-refresh", "interval"),
         Input("overview-refresh", "n_intervals"),
     )
-    def _refresh(_n: int | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, str,
-                                          int]:
+    def _refresh(_n: int | None) -> tuple[list[dict[str, Any]], str, str, str, int]:
         rows, summary, error = load_overview(ctx)
-        return rows, status_tooltips(rows), summary, error, int(ctx.refresh_s * 1000)
+        return rows, summary, error, rows_scale(rows), int(ctx.refresh_s * 1000)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -67,3 +68,115 @@ def test_format_number(value: float, text: str) -> None:
 def test_format_number_whole_digits_keep_zeros(value: float, digits: int, text: str) -> None:
     """With no decimals there is nothing to strip: 1000 must not become '1'."""
     assert figures.format_number(value, digits) == text
+
+
+# --- chart chrome: nothing drawn over anything else (issue 11, part 5) ----------------------
+
+T0 = 1_700_000_000.0
+_SERIES = ([T0 + 60 * i for i in range(10)], [1.0 + i for i in range(10)])
+TIME_SERIES = {
+    "rates": lambda: figures.rates_figure(_SERIES, _SERIES, _SERIES, 60.0),
+    "depth": lambda: figures.depth_figure(_SERIES, 60.0, _SERIES, T0),
+    "durations": lambda: figures.durations_figure({"p95": _SERIES}, {"p95": _SERIES}, 60.0),
+    "workers": lambda: figures.workers_figure(_SERIES, _SERIES, 60.0),
+    "retries": lambda: figures.retries_errors_figure(_SERIES, _SERIES, 60.0),
+    "api": lambda: figures.api_calls_figure({"2xx": _SERIES, "429": _SERIES}, 60.0),
+    "effects": lambda: figures.effects_figure(_SERIES, 60.0),
+}
+
+
+def _every_figure() -> dict[str, Any]:
+    from tests.dashboard.test_figures_plain import BUILDERS
+
+    return {**BUILDERS, **TIME_SERIES}
+
+
+@pytest.mark.parametrize("name", sorted(_every_figure()))
+def test_the_legend_is_below_the_x_title_never_on_it(name: str) -> None:
+    """The legend is anchored to the bottom of the container, not at a paper height under the
+    plot: Plotly reserves the container-anchored legend's rows below the axis, and the x axis
+    (ticks and title) pushes the margin itself, so "time (UTC)" cannot land on the legend.
+    (It used to sit at paper y = -0.22, which at 340 px is inside the x title.)"""
+    layout = _every_figure()[name]()["layout"]
+    legend = layout["legend"]
+    assert legend["yref"] == "container"
+    assert (legend["y"], legend["yanchor"]) == (0.0, "bottom")
+    assert legend["orientation"] == "h"
+    assert layout["xaxis"]["automargin"] is True
+    assert layout["yaxis"]["automargin"] is True  # long tick labels push the y title out
+
+
+@pytest.mark.parametrize("name", sorted(_every_figure()))
+def test_the_title_and_the_mode_bar_have_room_of_their_own(name: str) -> None:
+    """The title is left-aligned at the top of the container and pushes the plot down
+    (automargin); the mode bar is a vertical column in a right margin kept for it, so the
+    toolbar never covers the title whatever its length."""
+    layout = _every_figure()[name]()["layout"]
+    title = layout["title"]
+    assert (title["xref"], title["x"], title["xanchor"]) == ("container", 0.0, "left")
+    assert (title["yref"], title["y"], title["yanchor"]) == ("container", 1.0, "top")
+    assert title["automargin"] is True
+    assert layout["modebar"]["orientation"] == "v"
+    assert layout["margin"]["r"] >= figures.MODEBAR_MARGIN_PX
+    assert "autoScale2d" in layout["modebar"]["remove"]
+    if "yaxis2" in layout:  # a right axis takes its own room besides the mode bar's
+        assert layout["margin"]["r"] >= figures.MODEBAR_MARGIN_PX + 60
+
+
+@pytest.mark.parametrize("name", sorted(TIME_SERIES))
+def test_y_titles_fit_beside_a_340px_chart(name: str) -> None:
+    """A queue-page chart is 340 px high; with the title, two-line time ticks, the x title and
+    a two-row legend its plot is ~180 px (measured in Chromium), about 24 characters of a
+    13 px axis title. "API requests per second (1/s)" (29) ran off the top of the plot."""
+    text = TIME_SERIES[name]()["layout"]["yaxis"]["title"]["text"]
+    assert len(text) <= 24, text
+
+
+@pytest.mark.parametrize(
+    ("values", "top", "dtick"),
+    [([], 100.0, 20.0), ([95.0, 20.0], 100.0, 20.0), ([185.7, 92.9, 0.0], 200.0, 50.0),
+     ([380.0], 400.0, 100.0), ([1200.0, None, math.nan], 1250.0, 250.0),
+     ([40.0], 100.0, 20.0), ([20_000.0], 20_000.0, 5000.0)],
+)
+def test_percent_axis_ticks_are_round(values: list[float | None], top: float,
+                                      dtick: float) -> None:
+    assert figures.percent_axis(values) == (top, dtick)
+    ticks = [dtick * i for i in range(int(top / dtick) + 1)]
+    assert len(ticks) <= 6
+    assert all(t % 5 == 0 for t in ticks)  # 0 / 50 / 100 %, never 92.9
+
+
+def test_the_what_if_right_axis_shows_0_50_100_percent_not_92_9() -> None:
+    # the demo's replicaset at c = 2..4: 185.7 %, 123.8 %, 92.9 % — Plotly's own ticks for
+    # that overlaying axis were 0 / 92.9 / 185.7 %
+    fig = figures.whatif_wait_figure([2, 3, 4], [None, None, 0.35], [None, None, 1.3],
+                                     [1.857, 1.238, 0.929], slo_s=1.0, recommended=4)
+    axis = fig["layout"]["yaxis2"]
+    assert (axis["tickmode"], axis["tick0"], axis["dtick"]) == ("linear", 0, 50.0)
+    assert axis["range"] == [0, 200.0]
+    assert axis["ticksuffix"] == " %"
+    assert axis["side"] == "right"
+    assert fig["data"][2]["yaxis"] == "y2"
+    assert max(fig["data"][2]["y"]) <= axis["range"][1]
+
+
+@pytest.mark.parametrize(
+    ("values", "ticks"),
+    [([0.4, 9.8], [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0]),
+     ([1.0, 1.0], [1.0, 2.0, 5.0, 10.0]),
+     ([2e-5, 30.0], [1e-5, 1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0, 100.0]),
+     ([0.0, -1.0, math.nan, 0.003], [0.001, 0.002, 0.005, 0.01]),
+     ([0.0, math.inf], [])],
+)
+def test_log_ticks(values: list[float], ticks: list[float]) -> None:
+    assert figures.log_ticks(values) == pytest.approx(ticks)
+
+
+def test_log_duration_axis_labels_every_tick_in_full() -> None:
+    """Plotly's own log ticks label 0.5 as a bare "5" under the "1"; ours say "0.5"."""
+    series = ([T0, T0 + 60], [0.4, 9.8])
+    axis = figures.durations_figure({"p95": series}, {}, 60.0)["layout"]["yaxis"]
+    assert axis["type"] == "log"
+    assert axis["tickmode"] == "array"
+    assert axis["ticktext"] == ["0.1", "0.2", "0.5", "1", "2", "5", "10"]
+    assert axis["tickvals"] == pytest.approx([0.1, 0.2, 0.5, 1, 2, 5, 10])

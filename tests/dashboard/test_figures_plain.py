@@ -121,8 +121,9 @@ def test_label_values_never_reach_a_chart_as_markup(name: str) -> None:
 def test_every_figure_has_the_plotly_white_look() -> None:
     fig = fg.base_figure("t?", "x", "y")
     assert fig["layout"]["template"] == pio.templates["plotly_white"].to_plotly_json()
-    assert fig["layout"]["title"] == {"text": "t?", "x": 0.0, "xanchor": "left",
-                                      "font": {"size": 16}}
+    title = fig["layout"]["title"]
+    assert (title["text"], title["x"], title["xanchor"]) == ("t?", 0.0, "left")
+    assert title["font"] == {"size": 16}
 
 
 def test_figures_are_independent_of_each_other() -> None:
@@ -132,7 +133,7 @@ def test_figures_are_independent_of_each_other() -> None:
     a["layout"]["margin"]["r"] = 99
     a["data"].append({"type": "scatter"})
     assert "type" not in b["layout"]["xaxis"]
-    assert b["layout"]["margin"]["r"] == 24
+    assert b["layout"]["margin"]["r"] == fg.MODEBAR_MARGIN_PX
     assert b["data"] == []
 
 

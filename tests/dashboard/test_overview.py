@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +15,7 @@ from collectors.errors import PrometheusUnreachable
 from collectors.types import QueueSnapshot, Snapshot
 from dashboard.context import AppContext
 from dashboard.pages import overview
+from dashboard.plan_words import binding_label, workers_text
 from models import fleet as fl
 
 
@@ -34,14 +38,40 @@ def test_badges_are_the_advisors_verdicts_on_the_demo() -> None:
     assert by["deployment"]["status"] == "healthy"
     assert by["deployment"]["severity"] == "ok"
     assert by["dnsrecord"]["severity"] == "critical"
-    # most severe first; the tooltip carries the verdict summary as plain text
+    # most severe first; the verdict's tooltip carries it in words (plain text) and its ids
     ranks = [overview.SEVERITY_ORDER.index(r["severity"]) for r in rows]
     assert ranks == sorted(ranks)
-    tips = overview.status_tooltips(rows)
-    assert tips[0]["status"]["type"] == "text"
-    assert "fail" in tips[[r["queue_name"] for r in rows].index("dnsrecord")]["status"]["value"]
+    assert [r["severity_rank"] for r in rows] == ranks
+    assert "fail" in by["dnsrecord"]["verdict_summary"]
+    assert by["dnsrecord"]["verdict_tip"].endswith(by["dnsrecord"]["status"])
     assert "critical" in summary
-    assert "advisor verdicts over the last 1 h" in summary
+    # the settings every surface states
+    assert "plans from the last 2 h (a point every 60 s), rates over 5 min, p95 wait ≤ 1 s" \
+        in summary
+
+
+def test_rows_carry_the_capacity_plan_in_the_same_words_as_every_surface() -> None:
+    src = CachedSource(DemoSource(seed=0))
+    ctx = AppContext(source=src)
+    rows, _, _ = overview.load_overview(ctx, now=AT_DEMO)
+    snapshot = src.snapshot(AT_DEMO, ctx.window_s)
+    data, _ = overview.read_history(ctx, AT_DEMO)
+    advice = overview.fleet_advice(snapshot, data, ctx.settings)
+    assert src.fetches == 2  # the same cached reads: no third call
+    by = {r["queue_name"]: r for r in rows}
+    for qa in advice.queues:
+        plan = qa.plan
+        assert plan is not None
+        row = by[qa.queue]
+        assert row["workers_advised"] == plan.recommended_workers
+        assert row["binding_limit"] == plan.binding_limit
+        assert row["binding"] == binding_label(plan.binding_limit)
+        assert row["workers_advice"] == workers_text(
+            {"workers_now": plan.workers_now, "recommended_workers": plan.recommended_workers})
+        assert row["verdict_summary"] == plan.headline
+    replicaset = by["replicaset"]
+    assert replicaset["workers_advised"] > replicaset["workers"]  # add_workers: c goes up
+    assert " → " in replicaset["workers_advice"]
 
 
 def test_rows_without_advice_say_no_verdict_and_stay_json_safe() -> None:
@@ -59,7 +89,7 @@ def test_rows_without_advice_say_no_verdict_and_stay_json_safe() -> None:
 
 def test_queue_without_data_gets_insufficient_data_not_a_guess() -> None:
     snap = _snap(QueueSnapshot(queue="empty"))
-    advice = overview.fleet_advice(snap, None, 1.0)
+    advice = overview.fleet_advice(snap, None)
     rows = overview.overview_rows(snap, {}, advice)
     assert rows[0]["status"].startswith("insufficient_data")
 
@@ -75,14 +105,87 @@ def test_queue_href_is_percent_encoded(name: str, href: str) -> None:
     assert overview.queue_href(name) == href
 
 
-def test_markdown_link_cannot_inject() -> None:
-    link = overview.markdown_link("a](javascript:alert(1)) <b>x</b>")
-    text, _, target = link.partition("](/queue/")
-    # the only unescaped "](" is the real one; markup is escaped; target is encoded
-    assert "\\]" in text
-    assert "\\<b\\>" in text
-    assert target.startswith("a%5D%28javascript%3A")
-    assert overview.markdown_link("kube-system_x") == "[kube-system_x](/queue/kube-system_x)"
+HOSTILE = ("<img src=x onerror=alert(1)>", "a](javascript:alert(1)) <b>x</b>",
+           'cfg"map\\sync', "kube-system/ns_x")
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_queue_names_stay_literal_text_with_an_encoded_link(name: str) -> None:
+    rows = overview.overview_rows(_snap(QueueSnapshot(queue=name, arrival_rate_per_s=1.0)))
+    row = rows[0]
+    assert row["queue_name"] == name  # shown as it is: the grid renders it as text
+    assert row["queue_href"] == overview.queue_href(name)
+    assert row["queue_href"].startswith("/queue/")
+    assert not set(row["queue_href"][len("/queue/"):]) & set('<>"/\\ ()[]:')
+    # no other cell repeats the name as markup
+    assert all(name not in str(v) for k, v in row.items() if k not in ("queue_name",))
+
+
+def _leaves(defs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for d in defs:
+        out += _leaves(d["children"]) if "children" in d else [d]
+    return out
+
+
+def test_no_cell_can_render_markup() -> None:
+    """The only cell renderer is the text-only QueueLink, on the name; no Markdown, no HTML,
+    dangerously_allow_code off; tooltips are plain-text fields."""
+    grid = overview.grid()
+    assert grid.dangerously_allow_code is False
+    leaves = _leaves(overview.column_defs())
+    renderers = {c["field"]: c["cellRenderer"] for c in leaves if "cellRenderer" in c}
+    assert renderers == {"queue_name": "QueueLink"}
+    text = json.dumps(grid.to_plotly_json(), default=str)
+    assert "markdown" not in text.lower()
+    assert "dangerously" not in json.dumps(overview.column_defs())
+    assert all(c.get("tooltipField", "queue_name") in ROW_FIELDS for c in leaves)
+
+
+def test_the_link_renderer_only_writes_text() -> None:
+    """dashboard/assets/overview_grid.js: the name goes in as a React text child; nothing in
+    the asset can parse HTML."""
+    js = (Path(overview.__file__).parents[1] / "assets" / "overview_grid.js").read_text()
+    assert 'React.createElement("a", {href: href}, text)' in js
+    assert 'href.indexOf("/queue/") !== 0' in js  # any other target: plain text, no link
+    for sink in ("innerHTML", "dangerouslySetInnerHTML", "outerHTML", "insertAdjacentHTML",
+                 "document.write", "eval(", "new Function"):
+        assert sink not in js
+
+
+ROW_FIELDS = set(overview.overview_rows(_snap(QueueSnapshot(queue="q")))[0])
+
+
+def test_every_column_shows_a_row_field() -> None:
+    fields = [c["field"] for c in _leaves(overview.column_defs())]
+    assert len(fields) == len(set(fields))
+    assert set(fields) <= ROW_FIELDS
+
+
+def test_columns_are_grouped_and_fit_a_1400px_window() -> None:
+    """The name column is pinned at a fixed width; the other columns flex from their minimum
+    widths, which together must fit the grid's width in a 1400 px window (1400 - the page's
+    and the card's padding - a vertical scroll bar ≈ 1315 px), else a scroll bar appears."""
+    defs = overview.column_defs()
+    groups = [d["headerName"] for d in defs if "children" in d]
+    assert groups[:3] == ["Advice", "Demand", "Workers"]
+    assert "p95 (s)" in groups
+    leaves = _leaves(defs)
+    pinned = [c for c in leaves if c.get("pinned")]
+    assert [c["field"] for c in pinned] == ["queue_name"]
+    assert pinned[0]["width"] == overview.QUEUE_WIDTH
+    flexible = [c for c in leaves if not c.get("pinned")]
+    assert all(c["flex"] and c["minWidth"] for c in flexible)
+    assert overview.QUEUE_WIDTH + sum(c["minWidth"] for c in flexible) <= 1315
+    assert overview.grid().dashGridOptions["paginationPageSize"] == 50
+
+
+def test_numbers_show_three_significant_digits() -> None:
+    leaves = {c["field"]: c for c in _leaves(overview.column_defs())}
+    formatter = leaves["queue_wait_p95_s"]["valueFormatter"]["function"]
+    assert "d3.format('.3~r')" in formatter
+    assert leaves["arrival_rate_per_s"]["filter"] == "agNumberColumnFilter"
+    assert leaves["queue_name"]["floatingFilter"] is True
 
 
 def test_load_overview_from_the_demo() -> None:
@@ -91,7 +194,7 @@ def test_load_overview_from_the_demo() -> None:
     assert error == ""
     assert len(rows) == len(DemoSource(seed=0).queue_names)
     assert summary.startswith(f"{len(rows)} queues from demo")
-    assert all(r["queue"].startswith("[") for r in rows)
+    assert all(r["queue_href"] == overview.queue_href(r["queue_name"]) for r in rows)
 
 
 class _DownSource:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -27,12 +29,57 @@ def test_sparkline_text(values: list[float | None], width: int, text: str) -> No
     assert fg.sparkline_text(values, width) == text
 
 
-def test_sparklines_place_points_on_the_grid() -> None:
-    frame = pd.DataFrame({"queue": ["a", "a", "b"], "signal": "depth_current",
-                          "t": [100.0, 130.0, 110.0], "value": [1.0, 4.0, 2.0]})
-    data = RangeData.from_frame(start=100.0, end=130.0, step_s=10.0, source="t", frame=frame)
-    # a: 1/4 of the max → level round(1.75) = 2 (▃); b alone → its max (█)
-    assert overview.sparklines(data, width=4) == {"a": "▃  █", "b": " █  "}
+def _range(values: dict[str, list[tuple[float, float]]], step_s: float = 10.0) -> RangeData:
+    rows = [(q, t, v) for q, points in values.items() for t, v in points]
+    frame = pd.DataFrame({"queue": [r[0] for r in rows], "signal": "depth_current",
+                          "t": [r[1] for r in rows], "value": [r[2] for r in rows]})
+    end = max(r[1] for r in rows)
+    return RangeData.from_frame(start=100.0, end=end, step_s=step_s, source="t", frame=frame)
+
+
+def test_sparklines_place_points_on_the_grid_on_one_shared_log_scale() -> None:
+    data = _range({"a": [(100.0, 1.0), (130.0, 4.0)], "b": [(110.0, 2.0)]})
+    # one log scale from 0.1 (▁) to the fleet's peak 4 (█): 1 → 7·log(10)/log(40) = 4.4 →
+    # ▅; 2 → 5.7 → ▇; missing samples are blanks
+    assert overview.sparklines(data, width=4) == {"a": "▅  █", "b": " ▇  "}
+    assert overview.depth_peaks(data) == {"a": 4.0, "b": 2.0}
+    # only the queues shown set the scale
+    assert overview.sparklines(data, width=4, only={"b"}) == {"b": " █  "}
+
+
+def test_a_nearly_empty_queue_does_not_draw_like_a_busy_one() -> None:
+    """Per-row scaling drew a depth of 6e-05 as full blocks, the same as 16 items."""
+    data = _range({"empty": [(100.0, 6e-05), (110.0, 6e-05)],
+                   "busy": [(100.0, 16.0), (110.0, 16.0)]})
+    sparks = overview.sparklines(data, width=2)
+    assert sparks == {"empty": "▁▁", "busy": "██"}
+    assert fg.sparkline_text([6e-05, 6e-05], 2) == "██"  # the per-row scale, for contrast
+
+
+@pytest.mark.parametrize(
+    ("row", "text"),
+    [([0.0, 0.1, 0.11, 1.0, 10.0], "▁▁▂▅█"),  # at the floor: lowest; just above: second
+     ([None, 0.05, math.inf, 3.0], " ▁ █"),  # a lone 3 is one decade+ above the floor
+     ([0.0, 0.0], "▁▁"),  # an idle queue: lowest blocks, never blank
+     ([0.3, 0.5], "▄▆")],  # the top is at least a decade above the floor: 0.5 is not █
+)
+def test_shared_log_scale_levels(row: list[float | None], text: str) -> None:
+    table = np.array([[math.nan if v is None else v for v in row]])
+    assert fg.sparklines_text(table, len(row), log_floor=0.1) == [text]
+
+
+def test_shared_log_scale_rejects_a_bad_floor() -> None:
+    with pytest.raises(ValueError, match="log_floor"):
+        fg.sparklines_text([[1.0]], 1, log_floor=0.0)
+
+
+def test_the_scale_is_stated_in_words() -> None:
+    note = overview.spark_scale([0.2, 19.1])
+    assert note.startswith("Depth sparklines share one log scale: ▁ ≤ 0.1 items, █ = 19.1")
+    assert "×2.12" in note  # (19.1 / 0.1) ** (1/7)
+    assert overview.spark_scale([]) == ""
+    rows = [{"depth_peak": 0.2}, {"depth_peak": None}, {"depth_peak": 19.1}]
+    assert overview.rows_scale(rows) == note
 
 
 def test_overview_with_badges_reads_the_source_twice_for_500_queues() -> None:
@@ -51,3 +98,5 @@ def test_row_without_history_says_no_data() -> None:
     snap = DemoSource(seed=0).snapshot(time.time(), 300.0)
     rows = overview.overview_rows(snap, {})
     assert {r["sparkline"] for r in rows} == {"no data"}
+    assert {r["sparkline_tip"] for r in rows} == {"no depth history"}
+    assert overview.rows_scale(rows) == ""
