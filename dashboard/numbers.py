@@ -93,22 +93,28 @@ def _in_unit(value: float, factor: float, name: str, digits: int) -> str:
     return f"{sig(_rounded(value, digits) * factor, digits)} {name}"
 
 
-def _range_text(lo: float, hi: float, unit: str, digits: int) -> str:
+def _range_text(lo: float, hi: float, unit: str, digits: int, compact: bool = False) -> str:
     """'between 0.1 s and 1 s': a duration range in the unit of its upper end when its lower
     end still reads without an exponent there ('between 0.1 ms and 1 ms', 'between 0.01 s and
-    0.1 s'), each end in its own unit otherwise."""
+    0.1 s'), each end in its own unit otherwise. ``compact``: '0.1–1 s' (table cells)."""
     if unit == "s" and lo > 0:
         factor, name = _duration_unit(hi, digits)
         if _rounded(lo, digits) * factor >= 1e-3:
+            if compact:
+                return (f"{sig(_rounded(lo, digits) * factor, digits)}–"
+                        f"{_in_unit(hi, factor, name, digits)}")
             return (f"between {_in_unit(lo, factor, name, digits)} and "
                     f"{_in_unit(hi, factor, name, digits)}")
+    if compact:
+        return f"{number_text(lo, unit, digits)}–{number_text(hi, unit, digits)}"
     return f"between {number_text(lo, unit, digits)} and {number_text(hi, unit, digits)}"
 
 
 def quantile_text(value: float | None, lo: float | None = None, hi: float | None = None,
                   unit: str = "s", *, q: float | None = None, mean: float | None = None,
-                  digits: int = 3) -> str:
-    """A histogram quantile as far as its bucket ``(lo, hi]`` supports it.
+                  digits: int = 3, compact: bool = False) -> str:
+    """A histogram quantile as far as its bucket ``(lo, hi]`` supports it (``compact``: the
+    short forms of table cells, '0.1–1 s', '≤ 10 ns', '> 1000 s', '?').
 
     * ``value`` missing or not finite: 'no data';
     * no bucket known (``lo``/``hi`` None: the source gave the quantile without buckets): the
@@ -128,14 +134,14 @@ def quantile_text(value: float | None, lo: float | None = None, hi: float | None
         return NO_DATA
     cls = classify_quantile(lo, hi, q=q, mean=mean)
     if math.isinf(hi):
-        return f"above {number_text(lo, unit, digits)}"
+        return f"{'>' if compact else 'above'} {number_text(lo, unit, digits)}"
     if cls.kind == "unsupported":
-        return "unknown (buckets contradict the mean)"
+        return "?" if compact else "unknown (buckets contradict the mean)"
     if cls.kind == "exact":
         return number_text(value, unit, digits)
     if lo <= 0:
-        return f"at most {number_text(hi, unit, digits)}"
-    return _range_text(lo, hi, unit, digits)
+        return f"{'≤' if compact else 'at most'} {number_text(hi, unit, digits)}"
+    return _range_text(lo, hi, unit, digits, compact)
 
 
 def quantile_note(lo: float | None, hi: float | None, q: float, mean: float | None,
@@ -176,11 +182,12 @@ def _parts(snap: _HasQuantiles, name: str) -> tuple[float | None, float | None, 
     return value, lo, hi, q, mean
 
 
-def snapshot_quantile_text(snap: _HasQuantiles, name: str, digits: int = 3) -> str:
+def snapshot_quantile_text(snap: _HasQuantiles, name: str, digits: int = 3,
+                           compact: bool = False) -> str:
     """:func:`quantile_text` of a :class:`collectors.types.QueueSnapshot` quantile field
     (``queue_wait_p95_s``, ``work_p99_s`` …) with its bucket, its q and its histogram's mean."""
     value, lo, hi, q, mean = _parts(snap, name)
-    return quantile_text(value, lo, hi, "s", q=q, mean=mean, digits=digits)
+    return quantile_text(value, lo, hi, "s", q=q, mean=mean, digits=digits, compact=compact)
 
 
 def snapshot_quantile_note(snap: _HasQuantiles, name: str, what: str = "items") -> str:

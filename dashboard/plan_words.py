@@ -8,14 +8,17 @@ reports all describe a plan with these functions, from the plan's JSON payload
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from dashboard.numbers import sig
+from dashboard.numbers import number_text, sig
 
-__all__ = ["BINDING_LABELS", "binding_label", "change_text", "confidence_text", "plan_cells",
-           "plan_facts", "rate_text", "workers_text"]
+__all__ = ["BINDING_LABELS", "binding_label", "change_text", "confidence_text",
+           "evidence_label", "evidence_value", "plan_cells", "plan_facts", "rate_text",
+           "workers_text"]
 
 BINDING_LABELS: Mapping[str, str] = MappingProxyType({
     "workers": "workers",
@@ -101,3 +104,65 @@ def change_text(change: Mapping[str, Any] | None) -> str:
             f"{wait_text}; measured after: "
             f"{rate_text(change.get('observed_throughput_per_s'))} and "
             f"{'no data' if observed is None else f'{observed:.3g} s'}.")
+
+
+_EVIDENCE_LABELS: Mapping[str, str] = MappingProxyType({
+    "p_wait_over_slo": "P(wait > SLO)", "p_wait": "P(wait)", "usl_r2": "USL fit R²",
+    "usl_fit": "USL fit", "usl_sigma": "USL σ (contention)", "usl_kappa": "USL κ (coherency)",
+    "usl_gamma_per_s": "USL γ (one worker's throughput)", "slo_wait_s": "wait SLO",
+    "share_429": "429 share of API calls", "share_409": "409 share of API calls",
+    "demand_cv": "demand variation (CV)", "keys": "distinct keys",
+})
+_UNIT_SUFFIXES = ("_per_s", "_s", "_pct")
+_PERCENT_WORDS = ("utilization", "share", "efficiency")
+"""Evidence keys whose values are fractions, shown in % ('utilization design' 0.9 → 90 %)."""
+_IDENTIFIER = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)+\Z")
+
+
+def evidence_label(key: str) -> str:
+    """An evidence or recommendation key in words: 'utilization_design' → 'utilization
+    design', 'expected_wait_p95_s' → 'expected wait p95', 'p_wait_over_slo' → 'P(wait >
+    SLO)'. The unit goes with the value (:func:`evidence_value`)."""
+    for prefix, words in (("expected_", "expected "), ("current_", "now: "),
+                          ("observed_", "observed ")):
+        if key.startswith(prefix) and key[len(prefix):] in _EVIDENCE_LABELS:
+            return words + _EVIDENCE_LABELS[key[len(prefix):]]
+    if key in _EVIDENCE_LABELS:
+        return _EVIDENCE_LABELS[key]
+    base = key
+    for suffix in _UNIT_SUFFIXES:
+        if base.endswith(suffix) and len(base) > len(suffix):
+            base = base[: -len(suffix)]
+            break
+    return base.replace("_", " ")
+
+
+def evidence_value(value: Any, key: str = "") -> str:
+    """One evidence or recommendation value as text, with the unit its key names: seconds
+    through :func:`dashboard.numbers.number_text` ('61.2 ms'), rates '/s', fractions of
+    utilization, shares and efficiency in %, 3 significant digits, identifiers in words,
+    'no data' for a missing or non-finite number; mappings and lists flattened."""
+    if value is None:
+        return "no data"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        v = float(value)
+        if not math.isfinite(v):
+            return "no data"
+        if key.endswith("_per_s"):
+            return f"{sig(v)}/s"
+        if key.endswith("_s"):
+            return number_text(v, "s")
+        if key.endswith("_pct"):
+            return f"{sig(v)} %"
+        if any(w in key for w in _PERCENT_WORDS) and not key.endswith("_workers"):
+            return f"{sig(100 * v)} %"
+        return sig(v) if isinstance(value, float) else str(value)
+    if isinstance(value, Mapping):
+        return "; ".join(f"{evidence_label(str(k))}: {evidence_value(v, str(k))}"
+                         for k, v in value.items()) or "—"
+    if isinstance(value, list | tuple):
+        return ", ".join(evidence_value(v) for v in value) or "—"
+    text = str(value)
+    return text.replace("_", " ") if _IDENTIFIER.match(text) else text

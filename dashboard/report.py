@@ -50,7 +50,8 @@ from typing import TYPE_CHECKING, Any
 from collectors.types import RangeData, Snapshot, Source
 from dashboard.advice import verdict_payload
 from dashboard.cliutil import format_csv, jsonable
-from dashboard.plan_words import change_text, plan_facts
+from dashboard.numbers import snapshot_quantile_text
+from dashboard.plan_words import change_text, evidence_label, evidence_value, plan_facts
 from dashboard.rules import prometheus_duration
 from dashboard.signals import Series, capacity_per_s, combine
 from models.advisor import SEVERITIES, Verdict, threshold_table
@@ -164,6 +165,9 @@ class QueueRow:
     errors_per_s: float | None
     model: str | None
     summary: str
+    queue_wait_p95_text: str = ""
+    """The p95 as far as its bucket tells ('0.1–1 s'; :func:`dashboard.numbers.quantile_text`):
+    what the Markdown and HTML tables show (the CSV keeps the number)."""
 
     def cells(self) -> dict[str, Any]:
         out: dict[str, Any] = {c: getattr(self, c) for c in CSV_COLUMNS}
@@ -333,6 +337,7 @@ def build_report(
             errors_per_s=_finite(q.errors_per_s),
             model=sweep.model if sweep else None,
             summary=top.summary if top else "",
+            queue_wait_p95_text=snapshot_quantile_text(q, "queue_wait_p95_s", compact=True),
         )
         s = series.get(q.queue, {})
         out.append(QueueReport(
@@ -372,15 +377,6 @@ def _num(value: Any) -> str:
             return "—"
         return f"{value:.4g}"
     return str(value)
-
-
-def _value_text(value: Any) -> str:
-    """Evidence values (numbers, strings, nested mappings/sequences) as plain text."""
-    if isinstance(value, Mapping):
-        return "; ".join(f"{k}: {_value_text(v)}" for k, v in value.items()) or "—"
-    if isinstance(value, list | tuple):
-        return ", ".join(_value_text(v) for v in value) or "—"
-    return _num(value)
 
 
 def _utc(unix_s: float) -> str:
@@ -533,7 +529,7 @@ def render_markdown(report: Report) -> str:
         "## Fleet summary",
         "",
         _md_row(["Queue", "Severity", "Verdicts", "Workers", "Recommended", "Utilization",
-                 "Arrivals /s", "Capacity /s", "p95 wait s"]),
+                 "Arrivals /s", "Capacity /s", "p95 wait"]),
         _md_row(["---"] * 3 + ["---:"] * 6),
     ]
     for q in report.queues:
@@ -541,7 +537,7 @@ def render_markdown(report: Report) -> str:
         lines.append(_md_row([
             md_text(r.queue), md_text(r.severity), md_text(", ".join(r.verdicts)),
             _num(r.workers), _num(r.recommended_workers), _num(r.utilization),
-            _num(r.arrival_rate_per_s), _num(r.capacity_per_s), _num(r.queue_wait_p95_s),
+            _num(r.arrival_rate_per_s), _num(r.capacity_per_s), md_text(r.queue_wait_p95_text),
         ]))
     for q in report.queues:
         lines += ["", f"## {md_text(q.row.queue)}", ""]
@@ -555,11 +551,11 @@ def render_markdown(report: Report) -> str:
                          f"`{md_text(v.kind)}` (confidence {100 * v.confidence:.0f} %)")
             lines += ["", md_text(v.summary), ""]
             if v.recommendation:
-                lines.append("Recommendation: " + md_text(_value_text(dict(v.recommendation))))
+                lines.append("Recommendation: " + md_text(evidence_value(dict(v.recommendation))))
                 lines.append("")
             if v.evidence:
                 lines += [_md_row(["Evidence", "Value"]), _md_row(["---", "---"])]
-                lines += [_md_row([md_text(k), md_text(_value_text(val))])
+                lines += [_md_row([md_text(evidence_label(k)), md_text(evidence_value(val, k))])
                           for k, val in v.evidence.items()]
                 lines.append("")
         lines.append(f"What-if: {md_text(q.whatif_note)}")
@@ -614,8 +610,8 @@ def _sev(severity: str) -> str:
 
 
 def _kv_table(items: Mapping[str, Any], head: tuple[str, str]) -> str:
-    rows = "".join(f"<tr><th scope=\"row\">{_e(k)}</th><td>{_e(_value_text(v))}</td></tr>"
-                   for k, v in items.items())
+    rows = "".join(f"<tr><th scope=\"row\">{_e(evidence_label(str(k)))}</th>"
+                   f"<td>{_e(evidence_value(v, str(k)))}</td></tr>" for k, v in items.items())
     return (f"<table><thead><tr><th>{_e(head[0])}</th><th>{_e(head[1])}</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 
@@ -807,7 +803,9 @@ def render_html(report: Report, progress: Progress | None = None) -> str:
             f"<td>{_e(', '.join(r.verdicts))}</td>"
             + "".join(f'<td class="n">{_e(_num(v))}</td>' for v in (
                 r.workers, r.recommended_workers, r.busy_workers, r.utilization,
-                r.arrival_rate_per_s, r.capacity_per_s, r.queue_wait_p95_s, r.depth_current))
+                r.arrival_rate_per_s, r.capacity_per_s))
+            + f'<td class="n">{_e(r.queue_wait_p95_text)}</td>'
+            + f'<td class="n">{_e(_num(r.depth_current))}</td>'
             + "</tr>")
     sections = []
     charts = ChartData()
@@ -877,7 +875,7 @@ def render_html(report: Report, progress: Progress | None = None) -> str:
 <p>{len(report.queues)} queues · {sev_line}</p>
 <table><thead><tr><th>queue</th><th>severity</th><th>verdicts</th><th>workers</th>
 <th>recommended</th><th>busy</th><th>utilization</th><th>arrivals /s</th><th>capacity /s</th>
-<th>p95 wait s</th><th>depth</th></tr></thead>
+<th>p95 wait</th><th>depth</th></tr></thead>
 <tbody>{''.join(summary_rows)}</tbody></table></section>
 {warnings}
 {''.join(sections)}

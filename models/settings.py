@@ -142,13 +142,15 @@ def thresholds_from_mapping(values: Mapping[str, Any], where: str,
         raise ModelInputError(
             f"{where}: unknown threshold {unknown[0]!r} (known: {', '.join(sorted(known))}).")
     out: dict[str, float] = {}
+    join = " " if where.startswith("--") else "."  # a flag's value, or a config key's
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise ModelInputError(f"{where}.{name}: expected a number, got {value!r}.")
+            raise ModelInputError(f"{where}{join}{name}: expected a number, got {value!r}.")
         try:
             number = float(value)
         except ValueError:
-            raise ModelInputError(f"{where}.{name}: expected a number, got {value!r}.") from None
+            raise ModelInputError(
+                f"{where}{join}{name}: expected a number, got {value!r}.") from None
         out[name] = number
     try:
         return replace(base, **out)

@@ -50,6 +50,7 @@ from dashboard.advice import (
 )
 from dashboard.context import AppContext, register_page
 from dashboard.figures import SPARK_BLOCKS, format_number, spark_log_top, sparklines_text
+from dashboard.numbers import snapshot_quantile_text
 from dashboard.plan_words import binding_label, workers_text
 from models.advisor import SEVERITIES
 from models.errors import ModelInputError
@@ -241,7 +242,9 @@ def overview_rows(
                               f"{describe_duration(range_s)}" if peak is not None
                               else "no depth history"),
             "queue_wait_p95_s": _num(q.queue_wait_p95_s, 4),
+            "queue_wait_p95_text": snapshot_quantile_text(q, "queue_wait_p95_s", compact=True),
             "work_p95_s": _num(q.work_p95_s, 4),
+            "work_p95_text": snapshot_quantile_text(q, "work_p95_s", compact=True),
             "retries_per_s": _num(q.retries_per_s),
             "errors_per_s": _num(q.errors_per_s),
             "api_calls_per_s": _num(q.api_calls_per_s, 2),
@@ -321,6 +324,16 @@ def _number(field: str, header: str, min_width: int, tip: str = "") -> dict[str,
     return col
 
 
+def _quantile(field: str, header: str, tip: str) -> dict[str, Any]:
+    """A p95 column: sorted and filtered on the number, shown as its bucket allows
+    (``<field minus _s>_text``, :func:`dashboard.numbers.quantile_text` in its compact form)."""
+    col = _number(field, header, 78, tip)
+    text = field.removesuffix("_s") + "_text"
+    col["valueFormatter"] = {"function": f"params.data ? params.data.{text} : ''"}
+    col["tooltipField"] = text
+    return col
+
+
 def _text(field: str, header: str, min_width: int, tip: str = "") -> dict[str, Any]:
     col: dict[str, Any] = {"field": field, "headerName": header, "minWidth": min_width,
                            "flex": min_width, "filter": "agTextColumnFilter",
@@ -387,12 +400,14 @@ def column_defs(range_s: float = SPARK_RANGE_S) -> list[dict[str, Any]]:
             _number("depth_current", "depth", 58, "items waiting now (workqueue_depth)"),
             spark,
         ]},
-        {"headerName": "p95 (s)", "headerTooltip": "95th percentiles from the histograms",
+        {"headerName": "p95", "headerTooltip": "95th percentiles from the histograms, as far "
+         "as their buckets tell: a decade bucket is shown as its range (0.1–1 s), the +Inf "
+         "bucket as '> 10 s'; sorted by the interpolated value",
          "children": [
-             _number("queue_wait_p95_s", "wait", 60, "queue wait p95: time before a worker "
-                     "picks the item up (workqueue_queue_duration_seconds)"),
-             _number("work_p95_s", "work", 60, "work p95: reconcile duration "
-                     "(workqueue_work_duration_seconds)"),
+             _quantile("queue_wait_p95_s", "wait", "queue wait p95: time before a worker "
+                       "picks the item up (workqueue_queue_duration_seconds)"),
+             _quantile("work_p95_s", "work", "work p95: reconcile duration "
+                       "(workqueue_work_duration_seconds)"),
          ]},
         {"headerName": "Failures & API /s", "children": [
             _number("retries_per_s", "retry", 50, "delayed re-adds per second, planned "

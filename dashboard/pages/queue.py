@@ -41,6 +41,7 @@ from dashboard.advice import advise_fleet
 from dashboard.card import Evidence, plan_evidence, render_plan_card
 from dashboard.context import AppContext, register_page
 from dashboard.numbers import sig
+from dashboard.plan_words import evidence_label, evidence_value
 from dashboard.signals import Series, capacity_per_s, combine, ratio
 from models.advisor import Verdict
 from models.errors import ModelInputError
@@ -372,26 +373,10 @@ EVIDENCE_SHOWN = 8
 """Evidence figures shown on a verdict; the rest fold into "all evidence"."""
 
 
-def verdict_value(value: Any, key: str = "") -> str:
-    """One evidence or recommendation value as text: numbers with 3 significant digits
-    (and the unit the key names), 'no data' for None, lists and mappings flattened."""
-    if value is None:
-        return "no data"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int | float):
-        unit = ("/s" if key.endswith("_per_s") else "s" if key.endswith("_s")
-                else "%" if key.endswith("_pct") else "")
-        return fmt(float(value), unit)
-    if isinstance(value, Mapping):
-        return "; ".join(f"{k}: {verdict_value(v, str(k))}" for k, v in value.items()) or "—"
-    if isinstance(value, list | tuple):
-        return ", ".join(verdict_value(v) for v in value) or "—"
-    return str(value)
-
-
-def _label(key: str) -> str:
-    return key.replace("_", " ")
+verdict_value = evidence_value
+"""One evidence or recommendation value as text (:func:`dashboard.plan_words.evidence_value`,
+the reports' too)."""
+_label = evidence_label
 
 
 def _pairs_table(items: list[tuple[str, Any]], class_name: str) -> html.Table:

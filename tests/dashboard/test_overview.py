@@ -14,6 +14,7 @@ from collectors.demo import DemoSource
 from collectors.errors import PrometheusUnreachable
 from collectors.types import QueueSnapshot, Snapshot
 from dashboard.context import AppContext
+from dashboard.numbers import snapshot_quantile_text
 from dashboard.pages import overview
 from dashboard.plan_words import binding_label, workers_text
 from models import fleet as fl
@@ -169,7 +170,7 @@ def test_columns_are_grouped_and_fit_a_1400px_window() -> None:
     defs = overview.column_defs()
     groups = [d["headerName"] for d in defs if "children" in d]
     assert groups[:3] == ["Advice", "Demand", "Workers"]
-    assert "p95 (s)" in groups
+    assert "p95" in groups
     leaves = _leaves(defs)
     pinned = [c for c in leaves if c.get("pinned")]
     assert [c["field"] for c in pinned] == ["queue_name"]
@@ -182,9 +183,14 @@ def test_columns_are_grouped_and_fit_a_1400px_window() -> None:
 
 def test_numbers_show_three_significant_digits() -> None:
     leaves = {c["field"]: c for c in _leaves(overview.column_defs())}
-    formatter = leaves["queue_wait_p95_s"]["valueFormatter"]["function"]
+    formatter = leaves["arrival_rate_per_s"]["valueFormatter"]["function"]
     assert "d3.format('.3~r')" in formatter
     assert leaves["arrival_rate_per_s"]["filter"] == "agNumberColumnFilter"
+    # a p95 sorts on its number but shows what its bucket supports
+    p95 = leaves["queue_wait_p95_s"]
+    assert p95["filter"] == "agNumberColumnFilter"
+    assert p95["valueFormatter"]["function"] == ("params.data ? params.data.queue_wait_p95_text"
+                                                 " : ''")
     assert leaves["queue_name"]["floatingFilter"] is True
 
 
@@ -218,3 +224,16 @@ def test_500_queue_rows_build_quickly() -> None:
     snap = source.snapshot(time.time(), 300.0)
     rows = overview.overview_rows(snap)
     assert len(rows) == 500
+
+
+def test_p95_cells_show_the_bucket_range() -> None:
+    # the demo's queue waits sit in decade buckets: the cell says the range, not a point
+    rows, _, _ = overview.load_overview(AppContext(source=DemoSource(seed=0)), now=AT_DEMO)
+    by = {r["queue_name"]: r for r in rows}
+    snap = DemoSource(seed=0).snapshot(AT_DEMO, 300.0)
+    secret = next(q for q in snap.queues if q.queue == "secret")
+    lo, hi = secret.quantile_bounds["queue_wait_p95_s"]
+    assert hi / lo == pytest.approx(10)  # a decade bucket
+    assert by["secret"]["queue_wait_p95_text"] == snapshot_quantile_text(
+        secret, "queue_wait_p95_s", compact=True)
+    assert "–" in by["secret"]["queue_wait_p95_text"]

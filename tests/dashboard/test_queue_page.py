@@ -285,12 +285,18 @@ def test_verdict_card_lists_the_advisors_verdicts_for_certificate() -> None:
 
 def test_verdict_values_are_text_never_nan() -> None:
     assert qp.verdict_value(None) == "no data"
-    assert qp.verdict_value(0.061234, "wait_mean_s") == "0.0612 s"
-    assert qp.verdict_value(13.94, "arrival_rate_per_s") == "13.9 /s"
+    assert qp.verdict_value(0.061234, "wait_mean_s") == "61.2 ms"
+    assert qp.verdict_value(13.94, "arrival_rate_per_s") == "13.9/s"
+    assert qp.verdict_value(0.9, "utilization_design") == "90 %"
     assert qp.verdict_value(float("nan")) == "no data"
     assert qp.verdict_value(True) == "yes"
     assert qp.verdict_value(("a", "b")) == "a, b"
-    assert qp.verdict_value({"x_s": 2.0}) == "x_s: 2 s"
+    assert qp.verdict_value({"x_s": 2.0}) == "x: 2 s"
+    assert qp.verdict_value("fix_failure_not_workers", "action") == "fix failure not workers"
+    # labels are words, the unit goes with the value
+    assert qp._label("expected_p_wait_over_slo") == "expected P(wait > SLO)"
+    assert qp._label("utilization_design") == "utilization design"
+    assert qp._label("design_arrival_rate_per_s") == "design arrival rate"
 
 
 def test_verdict_text_is_never_markup() -> None:

@@ -14,6 +14,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import pytest
 from collectors.demo import DemoSource
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard import figures as fg
+from dashboard.plan_words import evidence_label
 from dashboard.report import (
     CHART_CLASS,
     CHART_DATA_ID,
@@ -201,8 +203,8 @@ def test_html_verdicts_carry_their_evidence(demo_report: Report, demo_html: str)
     replicaset = next(q for q in demo_report.queues if q.row.queue == "replicaset")
     first = replicaset.verdicts[0]
     assert f"<code>{first.kind}</code>" in demo_html
-    for key in first.evidence:
-        assert f'<th scope="row">{key}</th>' in demo_html
+    for key in first.evidence:  # in words, as the queue page labels them
+        assert f'<th scope="row">{escape(evidence_label(key))}</th>' in demo_html
 
 
 def test_html_escapes_hostile_label_values(hostile_report: Report) -> None:
