@@ -18,6 +18,8 @@ Both take a :class:`models.plan.CapacityPlan` and are plain Plotly dicts built w
 
 from __future__ import annotations
 
+import math
+
 from dashboard import figures as fg
 from models.plan import CapacityPlan
 
@@ -123,7 +125,12 @@ def plan_wait_figure(plan: CapacityPlan) -> fg.Figure:
     ]
     slo = plan.settings.slo_wait_s
     fg.add_hline(fig, slo, {"color": fg.GREEN, "dash": "dash"},
-                 text=f"SLO {fg.format_number(slo, 4)} s", position="top left",
+                 text=f"SLO {fg.format_number(slo, 4)} s", position="top right",
                  text_color=fg.GREEN)
+    # waits far below the SLO say nothing more: the axis stops 4 decades under it
+    shown = [v for r in rows for v in (r.wait_mean_s, r.wait_p95_s, r.wait_p95_hi_s)
+             if v is not None and v > 0]
+    top = max([*shown, slo]) * 2
+    fig["layout"]["yaxis"]["range"] = [math.log10(slo / 1e4), math.log10(top)]
     _mark_counts(fig, plan)
     return fig

@@ -20,12 +20,12 @@ def test_clicking_a_queue_opens_its_page_with_charts(browser: Browser) -> None:
     assert browser.text("queue-fluid").startswith("Fluid view")
     assert "M/M/c model" in browser.text("queue-model-fit")
     assert "queue age" in browser.text("queue-measures")
-    # the advisor's verdict card: visible, replicaset's add_workers verdict with its evidence
+    # the plan card: visible, with replicaset's add_workers verdict folded inside it
     card = browser.wait_for(
-        lambda: browser.driver.find_elements(By.CSS_SELECTOR,
-                                             "#queue-verdicts .ql-kind-add_workers") or None,
-        what="the advisor's verdict card")[0]
+        lambda: browser.driver.find_elements(By.CSS_SELECTOR, "#queue-verdicts #plan-card")
+        or None, what="the capacity plan card")[0]
     assert card.is_displayed()
+    assert browser.driver.find_elements(By.CSS_SELECTOR, "#plan-card .ql-kind-add_workers")
     card_text = browser.text("queue-verdicts")
     assert "Capacity plan: will more workers help?" in card_text
     assert browser.text("plan-headline").startswith("More workers will help: 4 → ")

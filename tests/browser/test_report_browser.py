@@ -111,7 +111,8 @@ def test_breakout_queue_names_stay_text_and_charts_still_draw(
     for name in BREAKOUTS:
         assert any(h.startswith(name + " ") for h in headings), (name, headings)
     for i in range(len(BREAKOUTS)):
-        driver.execute_script(f"document.getElementById('queue-{i}').scrollIntoView();")
+        # the charts follow the queue's plan and verdicts: bring them into view to draw them
+        driver.execute_script(f"document.querySelector('#queue-{i} .charts').scrollIntoView();")
         page.wait_for(lambda i=i: set(_charts_of(i)) <= set(_drawn(page)), timeout=20,
                       what=f"queue {i}'s charts to be drawn")
     assert driver.execute_script("return window.__pwned === undefined;")

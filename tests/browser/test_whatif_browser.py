@@ -26,8 +26,8 @@ def test_moving_the_worker_slider_changes_the_recommendation(browser: Browser) -
     assert "utilization design" in first
     assert "That is 2 more than the 4 now." in first
     browser.wait_for(lambda: browser.count_charts() >= 3, what="the what-if charts")
-    browser.wait_for(lambda: "add_workers — c =" in browser.text("whatif-advice"),
-                     what="the advisor's recommendation")
+    browser.wait_for(lambda: "More workers will help: 4 → 6. Recommended: 6 workers"
+                     in browser.text("whatif-advice"), what="the plan's recommendation")
     browser.driver.execute_script("window.scrollTo(0, 430);")
     browser.screenshot("whatif")
     # move the range's upper handle from 16 down to 4 with the keyboard (as a user can)
