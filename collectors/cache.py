@@ -13,7 +13,15 @@ Prometheus. So:
   for a newer time slot, so a fleet whose reads take longer than the refresh period does not
   start cold on every refresh, and the source spends at most ``1/adapt`` of its time on it;
 * concurrent callers of a key that is being fetched wait for that one fetch (in-flight
-  de-duplication) instead of issuing their own;
+  de-duplication) instead of issuing their own — but never longer than their own deadline
+  (:meth:`CachedSource.deadline`) or ``max_wait_s``: a waiter that gives up gets the last
+  good result marked stale, or a :class:`~collectors.errors.PrometheusTimeout` (ten tabs
+  waiting without a limit on one fetch from a drip-feeding Prometheus held every server
+  thread for 20 minutes, issue 12);
+* a page refresh runs its reads under one deadline: ``with cache.deadline(): snapshot …;
+  range …`` (default budget: the source's query timeout), so a hung Prometheus costs the page
+  one timeout, not one per read; a read asked for after the budget is spent is not sent at
+  all (the last good result, marked stale, or the timeout error);
 * when the source is unavailable (:class:`PrometheusUnavailable`) the last good result of the
   same kind (same window; same range length/step/queues) is returned with a warning, and
   :meth:`health` reports the error and since when data is stale, so the dashboard can show a
@@ -31,14 +39,21 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from collectors.errors import PrometheusUnavailable
+from collectors.errors import PrometheusTimeout, PrometheusUnavailable
+from collectors.prom_client import Deadline, current_deadline, deadline_scope
 from collectors.types import RangeData, Snapshot, Source
 
 R = TypeVar("R", Snapshot, RangeData)
+
+DEFAULT_WAIT_S = 30.0
+"""How long a caller without a deadline waits for another caller's fetch, when the source
+states no timeout of its own."""
+MAX_WAIT_S = 86400.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,7 @@ class _Flight:
         self.done = threading.Event()
         self.result: Any = None
         self.error: BaseException | None = None
+        self.started = time.monotonic()
 
 
 class CachedSource:
@@ -69,12 +85,21 @@ class CachedSource:
         error_ttl_s: float = 5.0,
         max_entries: int = 256,
         adapt: float = 4.0,
+        max_wait_s: float | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
+        """``max_wait_s``: the longest a caller waits for another caller's fetch of the same
+        key when it has no deadline of its own (default: the source's query timeout,
+        ``source.timeout_s``, else 30 s)."""
         if ttl_s <= 0 or align_s <= 0 or error_ttl_s < 0 or max_entries < 1 or adapt < 1:
             raise ValueError("ttl_s and align_s must be > 0, error_ttl_s >= 0, max_entries >= 1, "
                              "adapt >= 1")
+        if max_wait_s is None:
+            max_wait_s = float(getattr(source, "timeout_s", None) or DEFAULT_WAIT_S)
+        if not 0 < max_wait_s <= MAX_WAIT_S:
+            raise ValueError(f"max_wait_s must be in (0, {MAX_WAIT_S:g}], got {max_wait_s!r}")
+        self.max_wait_s = max_wait_s
         self.adapt = adapt
         self.source = source
         self.ttl_s = ttl_s
@@ -99,6 +124,24 @@ class CachedSource:
     @property
     def name(self) -> str:
         return self.source.name
+
+    @contextmanager
+    def deadline(self, budget_s: float | None = None, what: str = "this page refresh",
+                 hint: str | None = None) -> Iterator[Deadline | None]:
+        """Run a page refresh's reads (``snapshot`` then ``range``…) under one wall-clock
+        deadline of ``budget_s`` seconds (default: the wrapped source's query timeout, the
+        figure the stale banner states; None for a source without one, e.g. the demo).
+
+        Inside, a fetch is cut off at the deadline (the error names the budget, ``what`` and
+        ``hint``: what sets it, e.g. ``"--timeout"``),
+        a read asked for after it is not sent (the last good result marked stale, or a
+        :class:`~collectors.errors.PrometheusTimeout`), and a wait for another caller's fetch
+        ends by it. Nested scopes keep the sooner deadline. The deadline follows the reads
+        into their worker threads (a context variable), not into threads the caller starts."""
+        if budget_s is None:
+            budget_s = getattr(self.source, "timeout_s", None)
+        with deadline_scope(budget_s, what, hint) as d:
+            yield d
 
     def health(self) -> SourceHealth:
         with self._lock:
@@ -149,14 +192,31 @@ class CachedSource:
                     stale: R = self._fallback(family, err[1])
                     return stale
                 flight = self._flights.get(key)
+                deadline = current_deadline()
                 if flight is None:
+                    if deadline is not None and deadline.remaining() <= 0:
+                        spent: R = self._fallback(family, PrometheusTimeout(
+                            f"{self.name} was not asked: {deadline.describe()} was spent "
+                            "before this read could start"))
+                        return spent
                     flight = _Flight()
                     self._flights[key] = flight
                     owner = True
                 else:
                     owner = False
             if not owner:
-                flight.done.wait()
+                wait_s = self.max_wait_s
+                if deadline is not None:
+                    wait_s = min(wait_s, max(0.0, deadline.remaining()))
+                if not flight.done.wait(wait_s):
+                    waited = time.monotonic() - flight.started
+                    limit = (deadline.describe() if deadline is not None
+                             and deadline.remaining() <= 0 else f"{self.max_wait_s:g} s")
+                    with self._lock:
+                        late: R = self._fallback(family, PrometheusTimeout(
+                            f"{self.name} did not answer within {limit}: the same read "
+                            f"has been in progress for {waited:.0f} s"))
+                        return late
                 if flight.error is None:
                     shared: R = flight.result
                     return shared

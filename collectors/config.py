@@ -15,7 +15,14 @@ Environment variables::
     QUEUELENS_PROMETHEUS_USER / QUEUELENS_PROMETHEUS_PASSWORD   basic auth
     QUEUELENS_PROMETHEUS_CA           CA bundle (PEM) to verify the server certificate
     QUEUELENS_PROMETHEUS_HEADERS      extra headers, "X-Scope-OrgID=tenant-1,Other=value"
-    QUEUELENS_PROMETHEUS_TIMEOUT      read timeout (30s, 2m or seconds)
+    QUEUELENS_PROMETHEUS_TIMEOUT      time limit of each query, and of a whole command (30s, 2m
+                                      or seconds)
+    QUEUELENS_PROMETHEUS_MAX_RESPONSE_BYTES   largest answer accepted (64MiB, 200MB or bytes)
+
+Every value that ends up in an HTTP header (extra headers, the bearer token) is checked here,
+where its origin is known, so a line break or a character outside Latin-1 is reported as the
+configuration problem it is — ``requests`` would raise ``InvalidHeader`` and ``http.client`` a
+``UnicodeEncodeError`` at send time, which read like a connection failure.
 """
 
 from __future__ import annotations
@@ -51,6 +58,71 @@ from models.settings import AnalysisSettings
 ENV_PREFIX = "QUEUELENS_PROMETHEUS_"
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20
+"""The largest Prometheus answer (decoded body bytes) a query accepts: 64 MiB. The biggest
+answers queuelens asks for in normal use — a 10,000-queue bucket query, or a 250-queue batch of a
+2 h range — are 10–20 MB; 200 MB of JSON cost 46 s and 5.3 GB of RSS to decode (issue 12)."""
+MAX_TIMEOUT_S = 86400.0
+"""The longest query timeout accepted (1 day): a larger one is a typo, and
+``threading``/``socket`` waits overflow near 2**63 ns anyway."""
+MAX_RETRIES = 10
+MAX_PARALLELISM = 64
+"""Caps of ``prometheus.retries`` and ``prometheus.parallelism`` (threads and connections per
+read)."""
+MAX_RESPONSE_BYTES_RANGE = (2**10, 2**34)
+"""``max_response_bytes`` must lie in [1 KiB, 16 GiB]: the cap itself is capped."""
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*\Z", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 10**6, "mb": 10**6, "g": 10**9,
+               "gb": 10**9, "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20,
+               "gib": 2**30, "tib": 2**40, "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
+
+
+def parse_size(value: Any, where: str) -> int:
+    """A byte count: a whole number, or a number with a unit (``64MiB``, ``200MB``, ``1GiB``;
+    ``KiB/MiB/GiB`` are powers of 1024, ``KB/MB/GB`` of 1000), within
+    :data:`MAX_RESPONSE_BYTES_RANGE`."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ConfigError(f"{where}: expected a size like 64MiB or a number of bytes, "
+                          f"got {value!r}")
+    if isinstance(value, int | float):
+        number, unit = float(value), ""
+    else:
+        m = _SIZE.match(value[:64])
+        if m is None or len(value) > 64:
+            raise ConfigError(f"{where}: expected a size like 64MiB, 200MB or a number of "
+                              f"bytes, got {value[:64]!r}")
+        number, unit = float(m.group(1)), (m.group(2) or "").lower()
+    size = number * _SIZE_UNITS[unit]
+    lo, hi = MAX_RESPONSE_BYTES_RANGE
+    if not lo <= size <= hi:
+        raise ConfigError(f"{where}: must be between 1KiB and 16GiB, got {value!r}")
+    return int(size)
+
+
+def check_header_value(name: str, value: str, where: str) -> str:
+    """``value`` if it can be sent as the value of HTTP header ``name``; else a ConfigError
+    naming the header and the problem, never the value (it may be a secret).
+
+    HTTP field values are bytes (RFC 9110 §5.5): no CR/LF (requests refuses them to stop
+    header injection), no other control characters, no leading or trailing whitespace
+    (requests refuses a leading one), and only Latin-1 text (``http.client`` encodes header
+    values as ISO-8859-1)."""
+    if "\r" in value or "\n" in value:
+        problem = "contains a line break (CR or LF), which an HTTP header value cannot hold"
+    elif any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in value):
+        problem = "contains a control character, which an HTTP header value cannot hold"
+    elif value != value.strip():
+        problem = "begins or ends with whitespace, which HTTP strips or refuses"
+    else:
+        try:
+            value.encode("latin-1")
+        except UnicodeEncodeError:
+            problem = ("contains a character outside Latin-1 (ISO-8859-1), which an HTTP "
+                       "header value cannot carry; use ASCII (percent-encode the rest)")
+        else:
+            return value
+    raise ConfigError(f"{where}: the value of header {name!r} {problem}")
+
 
 def parse_duration_s(value: Any, where: str) -> float:
     """A YAML/env duration ('30s', '5m', '1h30m', '250ms' or a number of seconds) -> seconds."""
@@ -78,13 +150,19 @@ class ConnectionSettings:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     connect_timeout_s: float = 3.05
     timeout_s: float = 30.0
-    """Read timeout per HTTP request; Prometheus's own ``timeout`` parameter is set below it."""
+    """One wall-clock deadline per query (connecting, the headers, the whole body and any
+    retries: not per socket read, which is what ``requests``' own timeout is); Prometheus's
+    own ``timeout`` parameter is set below it. A one-shot command's reads also share one
+    deadline of this length (:func:`collectors.connect.source_from_args`)."""
     retries: int = 2
     """Extra attempts on 429/502/503/504 only."""
     backoff_s: float = 0.25
     backoff_max_s: float = 2.0
     parallelism: int = 4
     """Queries of one snapshot run concurrently on this many connections."""
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    """The largest answer (decoded body) accepted, checked against Content-Length and while
+    the body streams in (:data:`DEFAULT_MAX_RESPONSE_BYTES`)."""
 
     @property
     def display_url(self) -> str:
@@ -110,23 +188,47 @@ class QueuelensConfig:
 
 
 def split_url(url: str, where: str = "Prometheus URL") -> tuple[str, str | None, str | None]:
-    """-> (url without userinfo, username, password). Rejects non-http(s), query, fragment."""
+    """-> (url without userinfo, username, password). Rejects non-http(s), query, fragment.
+
+    No message quotes more of the URL than :func:`strip_credentials` keeps, and none quotes
+    the text of the ``ValueError`` ``urlsplit`` raises (it can hold the "port", which for
+    ``http://u:p#ss@host`` is the start of the password)."""
     url = url.strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    shown = strip_credentials(url)
+    if not url:
+        raise ConfigError(f"{where} is empty: give an http:// or https:// URL, or --demo for the "
+                          "embedded demo")
+    _scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        host_end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+        if "@" not in rest[:host_end]:
+            raise ConfigError(
+                f"{where} {shown!r} has a '/', '?' or '#' before its '@': a user:password part "
+                "must percent-encode them (%2F, %3F, %23; '@' in a path is %40), or give the "
+                "credentials as QUEUELENS_PROMETHEUS_USER and QUEUELENS_PROMETHEUS_PASSWORD"
+            )
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError as exc:
+        problem = ("an unmatched '[' or ']': brackets only enclose an IPv6 address, write "
+                   "them as %5B and %5D elsewhere" if "IPv6" in str(exc)
+                   else "a character that cannot appear there")
+        raise ConfigError(f"{where} {shown!r} is not a valid URL ({problem})") from None
+    if parts.scheme not in ("http", "https") or not hostname:
         raise ConfigError(
-            f"{where} {strip_credentials(url)!r} must be an http:// or https:// URL with a host"
+            f"{where} {shown!r} must be an http:// or https:// URL with a host"
         )
     if parts.query or parts.fragment:
         raise ConfigError(
-            f"{where} {strip_credentials(url)!r} must not have a query string or fragment "
+            f"{where} {shown!r} must not have a query string or fragment "
             "(use the path prefix setting and the headers setting instead)"
         )
     try:
         port = parts.port
     except ValueError:
-        raise ConfigError(f"{where} {strip_credentials(url)!r} has an invalid port") from None
-    host = parts.hostname
+        raise ConfigError(f"{where} {shown!r} has an invalid port") from None
+    host = hostname
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
     netloc = host if port is None else f"{host}:{port}"
@@ -137,13 +239,21 @@ def split_url(url: str, where: str = "Prometheus URL") -> tuple[str, str | None,
 
 
 def strip_credentials(url: str) -> str:
-    """Best effort for messages: drop userinfo, query and fragment from anything URL-like."""
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc.rsplit("@", 1)[-1]
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-    except ValueError:
-        return "<invalid URL>"
+    """For messages: ``url`` without userinfo, query and fragment. Never raises.
+
+    The userinfo is taken to be everything between ``://`` and the *last* ``@``, not what
+    ``urlsplit`` calls the authority: a password with an unencoded ``/``, ``?`` or ``#``
+    (``http://u:p#ss@host``) ends the authority early, and ``urlsplit`` would keep the
+    password as the host, the path or the fragment. Without ``://`` everything up to the last
+    ``@`` goes too."""
+    text = str(url)
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "", text
+    rest = rest.rsplit("@", 1)[-1]
+    for ch in "?#":
+        rest = rest.split(ch, 1)[0]
+    return f"{scheme}{sep}{rest}"
 
 
 # --- YAML ---------------------------------------------------------------------------------
@@ -153,7 +263,7 @@ _ANALYSIS_KEYS = {"window", "range", "slo", "slo_quantile", "thresholds"}
 _PROM_KEYS = {
     "url", "path_prefix", "token_file", "username", "password_file", "ca_file", "client_cert",
     "client_key", "insecure_skip_verify", "headers", "connect_timeout", "timeout", "retries",
-    "parallelism",
+    "parallelism", "max_response_bytes",
 }
 _PROFILE_KEYS = {
     "base", "selector", "scrape_interval", "metrics", "labels", "workers", "external_effects",
@@ -191,9 +301,11 @@ def _positive_number(value: Any, where: str) -> float:
     return float(value)
 
 
-def _count(value: Any, where: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{where}: expected a whole number >= {minimum}, got {value!r}")
+def _count(value: Any, where: str, minimum: int, maximum: int) -> int:
+    if (isinstance(value, bool) or not isinstance(value, int)
+            or not minimum <= value <= maximum):
+        raise ConfigError(f"{where}: expected a whole number from {minimum} to {maximum}, "
+                          f"got {value!r}")
     return value
 
 
@@ -316,16 +428,23 @@ def _prometheus_section(section: Mapping[str, Any], where: str) -> Mapping[str, 
     if "headers" in section:
         headers = _mapping(section["headers"], f"{where}.headers")
         out["headers"] = {
-            _header_name(str(k), f"{where}.headers"): _string(v, f"{where}.headers.{k}")
+            _header_name(str(k), f"{where}.headers"): check_header_value(
+                str(k), _string(v, f"{where}.headers.{k}"), f"{where}.headers")
             for k, v in headers.items()
         }
     for key in ("connect_timeout", "timeout"):
         if key in section:
             out[key] = parse_duration_s(section[key], f"{where}.{key}")
+            if out[key] > MAX_TIMEOUT_S:
+                raise ConfigError(f"{where}.{key}: must be at most 1d, got {section[key]!r}")
     if "retries" in section:
-        out["retries"] = _count(section["retries"], f"{where}.retries", 0)
+        out["retries"] = _count(section["retries"], f"{where}.retries", 0, MAX_RETRIES)
     if "parallelism" in section:
-        out["parallelism"] = _count(section["parallelism"], f"{where}.parallelism", 1)
+        out["parallelism"] = _count(section["parallelism"], f"{where}.parallelism", 1,
+                                    MAX_PARALLELISM)
+    if "max_response_bytes" in section:
+        out["max_response_bytes"] = parse_size(section["max_response_bytes"],
+                                               f"{where}.max_response_bytes")
     return out
 
 
@@ -378,6 +497,8 @@ def load_config(path: str | Path | None) -> QueuelensConfig:
     """Read and validate a YAML config file; ``None`` gives the defaults."""
     if path is None:
         return QueuelensConfig()
+    if "\x00" in str(path):
+        raise ConfigError("the config file name cannot contain a NUL byte")
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -409,7 +530,7 @@ def parse_headers(text: str, where: str) -> dict[str, str]:
         name, value = name.strip(), value.strip()
         if not value:
             raise ConfigError(f"{where}: expected Name=value, got {item.strip()!r}")
-        out[_header_name(name, where)] = value
+        out[_header_name(name, where)] = check_header_value(name, value, where)
     return out
 
 
@@ -422,8 +543,11 @@ def connection_settings(
     headers: Mapping[str, str] | None = None,
     timeout_s: float | None = None,
     env: Mapping[str, str] | None = None,
+    max_response_bytes: int | None = None,
 ) -> ConnectionSettings | None:
-    """Merge flags > env > file. ``None`` when no URL is configured anywhere."""
+    """Merge flags > env > file. ``None`` when no URL is configured anywhere; an empty URL
+    given explicitly (``--prometheus ''``) is an error, not "no URL" (it used to select the
+    demo silently). An empty environment variable counts as unset, as shells export them."""
     env = os.environ if env is None else env
     cfg = dict((config or QueuelensConfig()).prometheus)
 
@@ -435,6 +559,9 @@ def connection_settings(
             return value
         return cfg.get(cfg_key)
 
+    if url is not None and not url.strip():
+        raise ConfigError("the Prometheus URL is empty (--prometheus ''): give an http:// or "
+                          "https:// URL, or --demo for the embedded demo")
     raw_url = pick(url, "URL", "url")
     if not raw_url:
         return None
@@ -449,6 +576,14 @@ def connection_settings(
     tfile = token_file or env.get(ENV_PREFIX + "TOKEN_FILE") or cfg.get("token_file")
     if tfile and (token_file or not token):
         token = _read_secret(str(tfile), "bearer token")
+    if token:
+        try:
+            check_header_value("Authorization", f"Bearer {token}", "Prometheus settings")
+        except ConfigError:
+            raise ConfigError(
+                "the Prometheus bearer token (QUEUELENS_PROMETHEUS_TOKEN or the token file) has "
+                "a line break, a control character or a character outside Latin-1 in it, which "
+                "an HTTP Authorization header cannot carry") from None
 
     username = env.get(ENV_PREFIX + "USER") or cfg.get("username") or url_user
     password = env.get(ENV_PREFIX + "PASSWORD") or None
@@ -467,6 +602,8 @@ def connection_settings(
     if env_headers:
         merged_headers.update(parse_headers(env_headers, ENV_PREFIX + "HEADERS"))
     merged_headers.update(headers or {})
+    for name, value in merged_headers.items():
+        check_header_value(_header_name(name, "Prometheus headers"), value, "Prometheus headers")
 
     ca = pick(ca_file, "CA", "ca_file")
     for path, what in ((ca, "CA bundle"), (cfg.get("client_cert"), "client certificate"),
@@ -479,7 +616,16 @@ def connection_settings(
         timeout = parse_duration_s(env[ENV_PREFIX + "TIMEOUT"], ENV_PREFIX + "TIMEOUT")
     if timeout is None:
         timeout = cfg.get("timeout", 30.0)
+    if not 0 < timeout <= MAX_TIMEOUT_S:
+        raise ConfigError("the Prometheus timeout (--timeout, QUEUELENS_PROMETHEUS_TIMEOUT or "
+                          f"prometheus.timeout) must be above 0 and at most 1d, got {timeout:g} s")
     connect = min(cfg.get("connect_timeout", 3.05), timeout)
+    limit = max_response_bytes
+    if limit is None and env.get(ENV_PREFIX + "MAX_RESPONSE_BYTES"):
+        limit = parse_size(env[ENV_PREFIX + "MAX_RESPONSE_BYTES"],
+                           ENV_PREFIX + "MAX_RESPONSE_BYTES")
+    if limit is None:
+        limit = cfg.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
 
     return ConnectionSettings(
         url=base,
@@ -495,17 +641,21 @@ def connection_settings(
         timeout_s=timeout,
         retries=cfg.get("retries", 2),
         parallelism=cfg.get("parallelism", 4),
+        max_response_bytes=limit,
     )
 
 
 __all__ = [
     "COMPONENT_BASE",
     "CONTROLLER_RUNTIME",
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "ConnectionSettings",
     "QueuelensConfig",
+    "check_header_value",
     "connection_settings",
     "load_config",
     "parse_config",
+    "parse_size",
     "split_url",
     "strip_credentials",
 ]

@@ -3,9 +3,17 @@
 ``open_source(prometheus_url, demo, config)``: ``demo=True`` -> the embedded demo; otherwise a
 URL from the argument, ``QUEUELENS_PROMETHEUS_URL`` or the config file -> a
 :class:`~collectors.snapshot.PrometheusSource`; no URL anywhere -> the demo (the embedded default
-a new user sees; its ``name`` is ``demo`` so nobody mistakes it for live data).
+a new user sees; its ``name`` is ``demo`` so nobody mistakes it for live data). An empty URL
+given explicitly (``--prometheus ''``) is a :class:`ConfigError`, not the demo.
 
 :func:`add_source_arguments` / :func:`source_from_args` give every command the same flags.
+Every query has its own wall-clock deadline (``--timeout``, default 30 s). A one-shot command
+(every command but ``serve``) also gets a source whose reads share one deadline, ``--deadline``
+(default :data:`DEFAULT_COMMAND_DEADLINE_S`): its snapshot and its range read together end
+within that budget, so a Prometheus that stops answering between them ends the command at the
+budget (issue 12). It is separate from ``--timeout`` because a command over a large fleet
+sends hundreds of queries (``advise`` at 10,000 queues: 545, about two minutes); the dashboard
+sets its budget per page refresh instead (:meth:`collectors.cache.CachedSource.deadline`).
 """
 
 from __future__ import annotations
@@ -22,6 +30,13 @@ if TYPE_CHECKING:  # imported where used, so `queuelens --help` loads neither ya
     from collectors.types import Source
 
 
+DEFAULT_COMMAND_DEADLINE_S = 600.0
+"""All of one command's queries end within 10 minutes unless ``--deadline`` says otherwise:
+five times the longest measured command (``advise`` at 10,000 queues, about 2 minutes), so a
+fleet that size is not cut off, while a Prometheus that answers each query just under its
+timeout cannot keep a command running for hours."""
+
+
 def open_source(
     prometheus_url: str | None,
     demo: bool,
@@ -34,13 +49,16 @@ def open_source(
     timeout_s: float | None = None,
     env: Mapping[str, str] | None = None,
     demo_scenario: str = "all",
+    budget_s: float | None = None,
 ) -> Source:
-    """Build the source. Raises ConfigError for inconsistent or invalid settings."""
+    """Build the source. Raises ConfigError for inconsistent or invalid settings.
+    ``budget_s``: every read of the source shares one deadline of that many seconds (a
+    command's reads, ``--deadline``), counted from the first read; None: each query only."""
     from collectors.config import QueuelensConfig, connection_settings
     from collectors.profile import parse_selector
 
     config = config or QueuelensConfig()
-    if demo and prometheus_url:
+    if demo and prometheus_url is not None:
         raise ConfigError("choose either --demo or --prometheus URL, not both")
     settings = None
     if not demo:
@@ -58,7 +76,8 @@ def open_source(
     profile = config.profile
     if selector:
         profile = profile.with_selector(parse_selector(selector))
-    return PrometheusSource(PrometheusClient(settings), profile)
+    return PrometheusSource(PrometheusClient(settings), profile, budget_s=budget_s,
+                            budget_what="this command", budget_hint="--deadline")
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,7 +91,11 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--selector", metavar="'{...}'",
                         help="extra label matchers for every series, e.g. '{namespace=\"x\"}'")
     parser.add_argument("--timeout", metavar="DURATION", type=_duration,
-                        help="read timeout per Prometheus request (default 30s)")
+                        help="wall-clock limit of each Prometheus query (default 30s)")
+    parser.add_argument("--deadline", metavar="DURATION", type=_duration, default=None,
+                        help="wall-clock limit of all of a command's queries together "
+                             f"(default {DEFAULT_COMMAND_DEADLINE_S / 60:g}m); for serve, of "
+                             "one page refresh's (default: --timeout)")
     parser.add_argument("--prometheus-token-file", metavar="FILE",
                         help="bearer token file (or env QUEUELENS_PROMETHEUS_TOKEN)")
     parser.add_argument("--prometheus-ca", metavar="FILE",
@@ -93,9 +116,11 @@ def source_from_args(
     env: Mapping[str, str] | None = None,
     *,
     config: QueuelensConfig | None = None,
+    one_shot: bool | None = None,
 ) -> Source:
     """The source the flags of :func:`add_source_arguments` ask for (``config``: the already
-    loaded ``--config`` file, else it is read here)."""
+    loaded ``--config`` file, else it is read here). ``one_shot`` (default: every command but
+    ``serve``, from ``args.command``): the reads share one deadline, ``--deadline``."""
     from collectors.config import load_config, parse_headers
 
     if config is None:
@@ -113,6 +138,9 @@ def source_from_args(
         headers=headers,
         timeout_s=getattr(args, "timeout", None),
         env=env,
+        budget_s=(getattr(args, "deadline", None) or DEFAULT_COMMAND_DEADLINE_S)
+        if (getattr(args, "command", None) != "serve" if one_shot is None else one_shot)
+        else None,
     )
 
 

@@ -56,6 +56,12 @@ _SCALAR_FIELDS = (
 )
 
 
+LAST_S = 253402300799.0
+"""9999-12-31T23:59:59Z: the demo fleet's last time (issue 12: ``--at 1e20`` reached
+``time.gmtime`` in the commands and was a traceback). Within it a sample step of 15 s is still
+exact in a float (spacing ≤ 3.1e-5 s)."""
+
+
 def range_window_s(step_s: float) -> float:
     """The rate window of each range point, picked as the Prometheus source picks it
     (:func:`collectors.profile.rate_window_s` with the demo's scrape interval)."""
@@ -107,6 +113,11 @@ class DemoSource:
             raise ConfigError(
                 f"The demo data start at 2020-01-01T00:00:00Z (unix {fl.EPOCH_S:.0f}); "
                 f"the window ending at {at!r} begins before that."
+            )
+        if at > LAST_S:
+            raise ConfigError(
+                f"The demo data end at 9999-12-31T23:59:59Z (unix {LAST_S:.0f}), the last time "
+                f"RFC 3339 and the reports can write; got {at:.6g}."
             )
 
     def compute(

@@ -1,7 +1,8 @@
 """Typed collector errors, each with a message a person understands.
 
 Credentials never appear in these messages. The CLI maps :class:`PrometheusUnavailable`
-(and subclasses) to exit code 3 and :class:`ConfigError` to exit code 2.
+(and subclasses) and :class:`BadQuery` (and subclasses) to exit code 3 and
+:class:`ConfigError` to exit code 2.
 """
 
 
@@ -22,7 +23,8 @@ class PrometheusUnreachable(PrometheusUnavailable):
 
 
 class PrometheusTimeout(PrometheusUnavailable):
-    """No answer within the configured timeout (client or server side)."""
+    """No answer within the configured timeout (client or server side), or within the
+    overall budget of a command or page refresh (:func:`collectors.prom_client.deadline_scope`)."""
 
 
 class PrometheusServerError(PrometheusUnavailable):
@@ -31,3 +33,12 @@ class PrometheusServerError(PrometheusUnavailable):
 
 class BadQuery(CollectorError):
     """Prometheus rejected the PromQL (HTTP 400 bad_data / 422 execution). Never retried."""
+
+
+class AnswerTooLarge(BadQuery):
+    """An answer was larger than ``prometheus.max_response_bytes``.
+
+    A :class:`BadQuery`, not a :class:`PrometheusUnavailable`: the same query gets the same
+    answer again, so it is never retried, never hidden behind stale data by the dashboard's
+    cache (only the user can fix it: raise the limit or narrow the selector), and the CLI
+    exits 3 with the sentence, as for a rejected query."""

@@ -29,6 +29,7 @@ from prometheus_client.registry import Collector
 
 from collectors.openmetrics import Family, fleet_families
 from models import fleet as fl
+from models.limits import EXPORTER_MAX_QUEUES
 
 
 def _label_names(family: Family) -> list[str]:
@@ -89,5 +90,10 @@ def serve(
     fleet: fl.Fleet, host: str = "127.0.0.1", port: int = 9464
 ) -> tuple[WSGIServer, threading.Thread]:
     """Serve ``/metrics`` on host:port in a daemon thread; ``server.shutdown()`` stops it.
-    Port 0 picks a free port (``server.server_port``)."""
+    Port 0 picks a free port (``server.server_port``). A fleet of more than
+    :data:`models.limits.EXPORTER_MAX_QUEUES` queues is refused (ValueError): every scrape
+    evaluates all of them."""
+    if len(fleet) > EXPORTER_MAX_QUEUES:
+        raise ValueError(f"the exporter serves at most {EXPORTER_MAX_QUEUES:,} queues, "
+                         f"got {len(fleet):,}.")
     return start_http_server(port, addr=host, registry=registry_for(fleet))

@@ -16,7 +16,11 @@ Rules the expressions follow (see docs/reference: workqueue-metrics.md §6):
 * histograms are fetched as ``sum by (name, le) (rate(..._bucket[w]))`` and the quantiles are
   computed from those bucket rates (``le`` parsed as a float, never string-matched);
 * every label value that goes into PromQL passes :func:`escape_label_value` (for ``=``/``!=``)
-  or :func:`escape_regex_value` (for ``=~``/``!~``).
+  or :func:`escape_regex_value` (for ``=~``/``!~``);
+* the user's selector reaches each family of series by that family's own labels: a matcher on
+  the queue or controller label goes on ``name`` for ``workqueue_*``, on ``controller`` for
+  ``controller_runtime_*`` and is left out for the per-process ``rest_client_*``
+  (:meth:`Profile._sel`).
 """
 
 from __future__ import annotations
@@ -369,8 +373,27 @@ class Profile:
 
     # -- selectors --
 
-    def _sel(self, extra: Sequence[Matcher] = ()) -> str:
-        parts = [m.render() for m in (*self.selector, *extra)]
+    def _sel(self, extra: Sequence[Matcher] = (), family: str = "queue") -> str:
+        """The selector for one family of series, with ``extra`` matchers.
+
+        A matcher of the user's selector on the queue label or on the controller label names
+        a queue, and each family carries that name in its own label: ``workqueue_*`` in the
+        queue label (``name``), ``controller_runtime_*`` in the controller label (their series
+        have no ``name``), and ``rest_client_*`` in neither (one series per process). So such
+        a matcher is put on the family's own label — ``family='queue'`` / ``'controller'`` —
+        and left out for ``'process'`` (the topology query, which reads the queue label,
+        restricts those to the processes running the selected queues). Applied as written,
+        ``{name="x"}`` emptied the worker-count, error, result and API answers
+        (issue 12). Any other matcher (``namespace``, ``job``…) applies to every family."""
+        ids = (self.queue_label, self.controller_label)
+        target = {"queue": self.queue_label, "controller": self.controller_label}.get(family)
+        own: list[Matcher] = []
+        for m in self.selector:
+            if m.label not in ids:
+                own.append(m)
+            elif target is not None:
+                own.append(Matcher(target, m.op, m.value))
+        parts = [m.render() for m in (*own, *extra)]
         return "{" + ", ".join(parts) + "}" if parts else ""
 
     def _queue_filter(self, label: str, queues: Sequence[str] | None) -> tuple[Matcher, ...]:
@@ -387,8 +410,8 @@ class Profile:
         m = self.metrics
         q, c = self.queue_label, self.controller_label
         qsel = self._sel(self._queue_filter(q, queues))
-        csel = self._sel(self._queue_filter(c, queues))
-        psel = self._sel()
+        csel = self._sel(self._queue_filter(c, queues), "controller")
+        psel = self._sel(family="process")
         proc = ", ".join(self.process_labels)
         out = [
             SignalQuery("arrival_rate_per_s", f"sum by ({q}) (rate({m.adds}{qsel}[{w}]))",
@@ -502,11 +525,12 @@ class Profile:
         m = self.metrics
         q, c = self.queue_label, self.controller_label
         sel = self._sel()
+        csel = self._sel(family="controller")
         busy = self._busy_workers(w, sel)
         parts: list[str] = []
         if self.has_controller_metrics:
             gauge = (f"max by ({q}) (label_replace(last_over_time("
-                     f"{m.max_concurrent_reconciles}{sel}[{w}]), "
+                     f"{m.max_concurrent_reconciles}{csel}[{w}]), "
                      f'"{q}", "$1", "{c}", "(.+)"))')
             parts.append(f"({busy} / on ({q}) {gauge})")
         for name, count in sorted(self.workers.items()):
@@ -527,8 +551,8 @@ class Profile:
         out.append(SignalQuery("depth_growth_per_s",
                                f"sum by ({q}) (deriv({m.depth}{sel}[{w}]))", "queue", m.depth))
         if self.has_controller_metrics:
-            ratio = (f"sum by ({c}) (rate({m.reconcile_errors}{sel}[{w}])) / "
-                     f"sum by ({c}) (rate({m.reconcile_total}{sel}[{w}]))")
+            ratio = (f"sum by ({c}) (rate({m.reconcile_errors}{csel}[{w}])) / "
+                     f"sum by ({c}) (rate({m.reconcile_total}{csel}[{w}]))")
             out.append(SignalQuery(
                 "error_ratio",
                 f'max by ({q}) (label_replace({ratio}, "{q}", "$1", "{c}", "(.+)"))',

@@ -1,22 +1,39 @@
 """The one HTTP wrapper queuelens uses to talk to a Prometheus-compatible API.
 
 Built on :class:`prometheus_api_client.PrometheusConnect` and only its ``custom_query`` /
-``custom_query_range``. Two things that library does not give are added without re-implementing
-its HTTP calls:
+``custom_query_range``. What that library does not give is added around its HTTP calls, not by
+re-implementing them:
 
 * **The response envelope.** ``custom_query*`` return only ``data.result`` and drop
   ``warnings``/``infos`` (Thanos partial responses arrive as HTTP 200 + warnings), and on an
   error they raise an exception whose text is a ``bytes`` repr. A ``requests`` *response hook*
   on the library's session records each response in a thread-local, so after the call we read
-  the warnings and, on errors, the JSON ``errorType``/``error`` from the real response. This
-  keeps the library's URL building, auth and TLS handling, and needs no subclass of private
-  behaviour.
+  the warnings and, on errors, the JSON ``errorType``/``error`` from the real response — also
+  for a 200 whose body says ``"status": "error"`` (the library then fails on the missing
+  ``data`` key, which is not "not the Prometheus API").
 * **Predictable failure.** urllib3's own retries are switched off (``Retry(total=0,
   read=False)``: its defaults retry 500 and read timeouts and turn a timeout into a
   ``ConnectionError`` after ~10 s). This module retries 429/502/503/504 only, a bounded number
-  of times with exponential backoff and jitter, within the read-timeout budget; 400/422 (bad
+  of times with exponential backoff and jitter, within the query's deadline; 400/422 (bad
   PromQL) are never retried. Each failure becomes a typed error from
   :mod:`collectors.errors` whose message names the URL (without credentials) and the cause.
+* **One wall-clock deadline per query.** ``requests``' ``timeout`` is per socket operation
+  ("not a time limit on the entire response download", requests docs, *Timeouts*): a server
+  that sends valid headers and then one byte a second never trips it. So each query gets one
+  deadline (``ConnectionSettings.timeout_s``, retries included, or less when the caller's
+  :func:`deadline_scope` ends sooner), and a watchdog thread shuts the query's socket down when
+  it passes (``shutdown(SHUT_RDWR)`` wakes a thread blocked in ``recv``; closing it from another
+  thread would not) — the way Go's ``http.Client.Timeout`` covers "connection time, any
+  redirects, and reading the response body". The connection is found through urllib3
+  connection classes of our own that note which query uses them (:class:`_Watch`).
+* **A size limit.** The session's adapter always streams and reads the body itself, refusing
+  an answer whose ``Content-Length`` or whose bytes read so far exceed
+  ``ConnectionSettings.max_response_bytes`` (a 200 MB answer cost 46 s and 5.3 GB of RSS
+  before). Redirect bodies pass through the same adapter; at most :data:`MAX_REDIRECTS` are
+  followed.
+* **Query groups.** The queries of one read (:func:`query_group`) are cancelled together: the
+  first failure shuts down the sockets of the others, so a hung Prometheus costs one timeout,
+  not one per round of parallel queries.
 
 Values are JSON strings; ``"NaN"``, ``"+Inf"``, ``"-Inf"`` are classified and returned as
 ``None`` with the reason, never as a number.
@@ -24,13 +41,17 @@ Values are JSON strings; ``"NaN"``, ``"+Inf"``, ``"-Inf"`` are classified and re
 
 from __future__ import annotations
 
+import contextvars
+import heapq
+import itertools
 import math
 import random
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -40,10 +61,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import requests
+import requests.adapters
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.retry import Retry
 
-from collectors.config import ConnectionSettings
+from collectors.config import ConnectionSettings, check_header_value
 from collectors.errors import (
+    AnswerTooLarge,
     BadQuery,
     PrometheusServerError,
     PrometheusTimeout,
@@ -53,6 +78,15 @@ from collectors.errors import (
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 MAX_POINTS = 11_000
 """Prometheus refuses range queries with more points per series than this."""
+MAX_REDIRECTS = 5
+"""Redirects followed per query (requests' default is 30)."""
+CHUNK_BYTES = 256 * 1024
+"""Body read size: each chunk is counted against the size limit before the next is read."""
+MAX_SERVER_TEXT = 300
+"""Characters of server-supplied text (an ``error``, a warning, a Content-Type) kept in a
+message; control characters are replaced, so an answer cannot write terminal escapes."""
+MAX_WARNINGS = 20
+"""Distinct warnings/infos kept per answer (a note says how many more there were)."""
 
 
 # --- result types -------------------------------------------------------------------------
@@ -140,12 +174,427 @@ def plan_range(start: float, end: float, step_s: float) -> tuple[int, int, int]:
         step = max(step + 1, math.ceil((b - a) / (MAX_POINTS - 1)))
 
 
+# --- deadlines, query groups and the watchdog ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """A point on the monotonic clock by which some work must be done, and whose budget it is
+    (for messages: the error must state the real budget, not the per-query timeout when a
+    page refresh's budget is what ran out)."""
+
+    expires: float
+    budget_s: float
+    what: str | None = None
+    """'this command', 'this page refresh'…; None: the query's own timeout."""
+    hint: str | None = None
+    """What sets the budget, for messages ('--timeout')."""
+
+    @classmethod
+    def after(cls, seconds: float, what: str | None = None, hint: str | None = None
+              ) -> Deadline:
+        return cls(time.monotonic() + seconds, seconds, what, hint)
+
+    def remaining(self) -> float:
+        return self.expires - time.monotonic()
+
+    def describe(self) -> str:
+        """'the 2 s query timeout' or 'the 30 s budget of this page refresh'."""
+        if self.what is None:
+            return f"the {self.budget_s:g} s query timeout"
+        return f"the {self.budget_s:g} s budget of {self.what}"
+
+    def note(self, detail: str) -> str:
+        """``detail`` and what sets the budget, for the parentheses of a message."""
+        return f"{detail}; set by {self.hint}" if self.hint else detail
+
+
+class QueryGroup:
+    """The queries of one read (a snapshot, a range read): the first failure is kept and
+    cancels every other query of the group — the ones in flight have their sockets shut
+    down, the ones not yet sent fail at once — so nobody waits for siblings whose answer will
+    be thrown away."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watches: set[_Watch] = set()
+        self.error: BaseException | None = None
+        """The first failure (the one to report)."""
+        self.cancelled = False
+
+    def fail(self, exc: BaseException) -> None:
+        """Record ``exc`` (if it is the first) and cancel the rest of the group."""
+        with self._lock:
+            if self.error is None:
+                self.error = exc
+        self.cancel()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self.cancelled = True
+            watches = list(self._watches)
+        for watch in watches:
+            watch.fire(cancelled=True)
+
+    def _add(self, watch: _Watch) -> bool:
+        """Register an in-flight query; False when the group is already cancelled."""
+        with self._lock:
+            if self.cancelled:
+                return False
+            self._watches.add(watch)
+            return True
+
+    def _discard(self, watch: _Watch) -> None:
+        with self._lock:
+            self._watches.discard(watch)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    deadline: Deadline | None = None
+    group: QueryGroup | None = None
+
+
+_NO_SCOPE = _Scope()
+_SCOPE: contextvars.ContextVar[_Scope] = contextvars.ContextVar("queuelens_query_scope",
+                                                                default=_NO_SCOPE)
+"""The caller's deadline and query group. A context variable, so it follows the work into
+the worker threads of a read when they run in a copy of the caller's context
+(:func:`contextvars.copy_context`, as :mod:`collectors.snapshot` does)."""
+
+
+def current_deadline() -> Deadline | None:
+    """The deadline of the innermost :func:`deadline_scope` (None outside any)."""
+    return _SCOPE.get().deadline
+
+
+def current_group() -> QueryGroup | None:
+    """The group of the innermost :func:`query_group` (None outside any)."""
+    return _SCOPE.get().group
+
+
+@contextmanager
+def deadline_scope(budget: float | Deadline | None, what: str = "this read",
+                   hint: str | None = None) -> Iterator[Deadline | None]:
+    """Every Prometheus query made inside — in this thread, or in workers running in a copy of
+    this context — ends by one wall-clock deadline: ``budget`` seconds from now (or the given
+    :class:`Deadline`, to share one across several scopes), or the enclosing scope's deadline
+    if that is sooner. ``None`` leaves the current deadline as it is.
+
+    A query that would start after the deadline fails at once (:class:`PrometheusTimeout`,
+    naming the budget); a query in flight is cut off at the deadline. Use it around a page
+    refresh (snapshot + range read) or a command, so a hung Prometheus costs one budget, not
+    one timeout per read."""
+    outer = _SCOPE.get()
+    if budget is None:
+        yield outer.deadline
+        return
+    mine = (budget if isinstance(budget, Deadline)
+            else Deadline.after(float(budget), what, hint))
+    if outer.deadline is not None and outer.deadline.expires <= mine.expires:
+        mine = outer.deadline
+    token = _SCOPE.set(_Scope(mine, outer.group))
+    try:
+        yield mine
+    finally:
+        _SCOPE.reset(token)
+
+
+@contextmanager
+def query_group() -> Iterator[QueryGroup]:
+    """A new :class:`QueryGroup` for the queries made inside (same context rules as
+    :func:`deadline_scope`); the deadline is inherited."""
+    group = QueryGroup()
+    token = _SCOPE.set(_Scope(_SCOPE.get().deadline, group))
+    try:
+        yield group
+    finally:
+        _SCOPE.reset(token)
+
+
+_WATCH_LOCK = threading.Lock()
+"""Guards which query owns which connection (:attr:`_WatchedConnection._ql_watch`), so a
+watchdog firing late can never shut down a connection another query has taken from the pool."""
+_LOCAL = threading.local()
+"""``_LOCAL.watch``: the query this thread is sending right now (read by the connections)."""
+
+
+def _shutdown(conn: Any) -> None:
+    """Shut down the socket of ``conn``: its live one, or the one it connected last, which a
+    read-until-close answer is still being read from after ``http.client`` has handed it to
+    the response (``HTTPConnection.getresponse`` sets ``sock`` to None when the answer will
+    close the connection)."""
+    sock = conn.sock if conn.sock is not None else getattr(conn, "_ql_sock", None)
+    if sock is None:
+        return
+    try:
+        if sock.fileno() != -1:
+            sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+class _Watch:
+    """One HTTP attempt's deadline and the connection it is using."""
+
+    __slots__ = ("cancelled", "closed", "conn", "deadline", "fired", "fired_phase", "group",
+                 "phase", "received", "started")
+
+    def __init__(self, deadline: Deadline, group: QueryGroup | None) -> None:
+        self.deadline = deadline
+        self.group = group
+        self.conn: Any = None
+        self.fired = False
+        self.cancelled = False
+        self.closed = False
+        self.phase = "connecting"
+        """'connecting', 'waiting' (for the headers) or 'body'."""
+        self.fired_phase = ""
+        """The phase when the deadline passed (a socket shut mid-headers can make http.client
+        see the headers as complete, so ``phase`` may move on after that)."""
+        self.received = 0
+        """Body bytes read so far."""
+        self.started = time.monotonic()
+
+    def attach(self, conn: Any) -> None:
+        """``conn`` now carries this attempt; shut it at once if the deadline already passed."""
+        with _WATCH_LOCK:
+            if self.closed:
+                return
+            self.conn = conn
+            conn._ql_watch = self
+            if self.fired:
+                _shutdown(conn)
+
+    def fire(self, cancelled: bool = False) -> None:
+        with _WATCH_LOCK:
+            if self.closed or self.fired:
+                return
+            self.fired = True
+            self.cancelled = cancelled
+            self.fired_phase = self.phase
+            conn = self.conn
+            if conn is not None and getattr(conn, "_ql_watch", None) is self:
+                _shutdown(conn)
+
+    def close(self) -> None:
+        with _WATCH_LOCK:
+            self.closed = True
+            conn = self.conn
+            if conn is not None and getattr(conn, "_ql_watch", None) is self:
+                conn._ql_watch = None
+            self.conn = None
+
+    def __enter__(self) -> _Watch:
+        if self.group is not None and not self.group._add(self):
+            self.fired = self.cancelled = True
+            self.fired_phase = self.phase
+        _LOCAL.watch = self
+        _WATCHDOG.add(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _LOCAL.watch = None
+        self.close()
+        if self.group is not None:
+            self.group._discard(self)
+
+
+class _Watchdog:
+    """One daemon thread firing the watches whose deadline has passed (a heap by expiry;
+    finished watches are dropped lazily, and the heap is rebuilt when they dominate it)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, _Watch]] = []
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, watch: _Watch) -> None:
+        with self._cond:
+            seq = next(self._seq)
+            heapq.heappush(self._heap, (watch.deadline.expires, seq, watch))
+            if seq % 256 == 255:  # drop finished watches (amortized: once per 256 queries)
+                self._heap = [e for e in self._heap if not e[2].closed]
+                heapq.heapify(self._heap)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="queuelens-watchdog",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._heap and self._heap[0][2].closed:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait(60.0)
+                    continue
+                wait = self._heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(min(wait, 60.0))
+                    continue
+                _, _, due = heapq.heappop(self._heap)
+            due.fire()
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _current_watch() -> _Watch | None:
+    watch: _Watch | None = getattr(_LOCAL, "watch", None)
+    return watch
+
+
+class _WatchedConnection:
+    """Mixin for urllib3's connection classes: the query sending on this thread owns the
+    connection while it connects and sends (``connect`` / ``request`` run in that thread), so
+    its watch can shut the socket down at the deadline. A TLS handshake is the one phase it
+    cannot cut short (urllib3 hands the socket to ``ssl`` before assigning it); the per-read
+    timeout still bounds every read of it."""
+
+    _ql_watch: _Watch | None = None
+    _ql_sock: Any = None
+    sock: Any
+
+    def connect(self) -> None:
+        watch = _current_watch()
+        self._ql_sock = None
+        if watch is not None:
+            watch.phase = "connecting"
+            watch.attach(self)
+        super().connect()  # type: ignore[misc]
+        self._ql_sock = self.sock
+        if watch is not None:
+            watch.phase = "waiting"
+            watch.attach(self)  # the socket exists now: shut at once if already past due
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        watch = _current_watch()
+        if watch is not None:
+            watch.attach(self)
+        super().request(*args, **kwargs)  # type: ignore[misc]
+        if watch is not None:
+            watch.phase = "waiting"
+
+
+class _WatchedHTTPConnection(_WatchedConnection, HTTPConnection):
+    pass
+
+
+class _WatchedHTTPSConnection(_WatchedConnection, HTTPSConnection):
+    pass
+
+
+class _WatchedPool:
+    """Mixin for urllib3's pools: a connection going back to the pool belongs to no query any
+    more, so a watchdog firing late (the answer was complete just at the deadline) cannot shut
+    it down under the next query that takes it."""
+
+    def _put_conn(self, conn: Any) -> None:
+        if conn is not None:
+            with _WATCH_LOCK:
+                conn._ql_watch = None
+        super()._put_conn(conn)  # type: ignore[misc]
+
+
+class _WatchedHTTPPool(_WatchedPool, HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(_WatchedPool, HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+_WATCHED_POOLS = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
+class _TooLarge(Exception):
+    def __init__(self, size: int, declared: bool) -> None:
+        super().__init__(size)
+        self.size = size
+        self.declared = declared
+
+
+class _BoundedAdapter(requests.adapters.HTTPAdapter):
+    """Streams every answer and reads the body itself, at most ``max_bytes`` of it (decoded:
+    a gzip bomb counts at its real size), so the library's ``response.json()`` finds the
+    content already read. Its pools make watched connections (see :class:`_Watch`); SOCKS
+    proxies keep urllib3's own pools and only the per-read timeout."""
+
+    def __init__(self, max_bytes: int, **kwargs: Any) -> None:
+        self.max_bytes = max_bytes
+        super().__init__(**kwargs)
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):
+            manager.pool_classes_by_scheme = dict(_WATCHED_POOLS)
+        return manager
+
+    def send(self, request: requests.PreparedRequest, stream: bool = False,
+             timeout: Any = None, verify: Any = True, cert: Any = None,
+             proxies: Mapping[str, str] | None = None) -> requests.Response:
+        response = super().send(request, stream=True, timeout=timeout, verify=verify,
+                                cert=cert, proxies=proxies)
+        if not stream:
+            _read_body(response, self.max_bytes)
+        return response
+
+
+def _read_body(response: requests.Response, limit: int) -> None:
+    """The whole body into ``response._content`` (what ``Response.content`` does, with a cap),
+    checked against Content-Length before reading and against the bytes read after every
+    chunk; the connection is closed (not reused) when the cap is hit."""
+    watch = _current_watch()
+    if watch is not None:
+        watch.phase = "body"
+    declared = (response.headers.get("Content-Length") or "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        response.close()
+        raise _TooLarge(int(declared), declared=True)
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        for chunk in response.iter_content(CHUNK_BYTES):
+            total += len(chunk)
+            if total > limit:
+                raise _TooLarge(total, declared=False)
+            chunks.append(chunk)
+            if watch is not None:
+                watch.received = total
+    except _TooLarge:
+        response.close()
+        raise
+    response._content = b"".join(chunks)
+    response._content_consumed = True  # type: ignore[attr-defined]
+
+
+def _size_text(n: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def _server_text(text: object, limit: int = MAX_SERVER_TEXT) -> str:
+    """Server-supplied text for a message: control characters replaced, at most ``limit``."""
+    raw = str(text)
+    out = "".join(c if c.isprintable() else "?" for c in raw[:limit])
+    return out + "…" if len(raw) > limit else out
+
+
 # --- the client ---------------------------------------------------------------------------
 
 
 def _server_timeout(read_timeout_s: float) -> str:
-    """Prometheus's ``timeout`` parameter: below the client read timeout, so the server gives
-    up (and says so) before the client does."""
+    """Prometheus's ``timeout`` parameter: below the client's remaining time, so the server
+    gives up (and says so) before the client does."""
     seconds = max(0.1, min(read_timeout_s - 0.5, read_timeout_s * 0.9))
     return f"{max(1, round(seconds * 1000))}ms"
 
@@ -205,19 +654,29 @@ def _describe_oserror(err: BaseException | None) -> str:
     return err.__class__.__name__
 
 
+def _json_body(response: requests.Response | None) -> Any:
+    """The decoded JSON body, or None when there is none."""
+    if response is None:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
 def _parse_error_body(response: requests.Response | None) -> tuple[str | None, str | None]:
     """(errorType, error) from a Prometheus JSON error body, or (None, short text)."""
     if response is None:
         return None, None
-    try:
-        body = response.json()
-    except ValueError:
+    body = _json_body(response)
+    if body is None:
         text = response.text.strip().replace("\n", " ")
-        return None, (text[:200] + "…") if len(text) > 200 else (text or None)
+        return None, (_server_text(text, 200) or None)
     if isinstance(body, Mapping):
         etype = body.get("errorType")
         error = body.get("error")
-        return (str(etype) if etype else None), (str(error) if error else None)
+        return ((_server_text(etype, 60) if etype else None),
+                (_server_text(error) if error else None))
     return None, None
 
 
@@ -226,9 +685,10 @@ def _retry_after(response: requests.Response | None) -> float | None:
         return None
     raw = response.headers.get("Retry-After")
     try:
-        return float(raw) if raw is not None else None
+        value = float(raw) if raw is not None else None
     except ValueError:
         return None
+    return value if value is not None and math.isfinite(value) and value >= 0 else None
 
 
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
@@ -264,6 +724,13 @@ class PrometheusClient:
     ) -> None:
         from prometheus_api_client import PrometheusConnect
 
+        # Headers reach http.client only at send time, where a bad value reads like a
+        # connection failure: check them here too (settings made in code skip the config).
+        for name, value in settings.headers.items():
+            check_header_value(name, value, "Prometheus headers")
+        if settings.token:
+            check_header_value("Authorization", f"Bearer {settings.token}",
+                               "the Prometheus bearer token")
         self.settings = settings
         self._sleep = sleep
         self._local = threading.local()
@@ -272,6 +739,7 @@ class PrometheusClient:
         self.query_count = 0
         session = requests.Session()
         session.trust_env = True
+        session.max_redirects = MAX_REDIRECTS
         if settings.insecure_skip_verify:
             session.verify = False
         elif settings.ca_file:
@@ -286,7 +754,10 @@ class PrometheusClient:
         headers = dict(settings.headers)
         if settings.token:
             headers["Authorization"] = f"Bearer {settings.token}"
-        auth = (settings.username, settings.password or "") if settings.username else None
+        # Basic auth as UTF-8 bytes (RFC 7617's charset): requests would encode a str as
+        # Latin-1 and fail on any other character at send time.
+        auth = ((settings.username.encode("utf-8"), (settings.password or "").encode("utf-8"))
+                if settings.username else None)
         self._conn = PrometheusConnect(
             url=settings.url,
             headers=headers or None,
@@ -295,13 +766,16 @@ class PrometheusClient:
             session=session,
             timeout=(settings.connect_timeout_s, settings.timeout_s),
         )
-        # The library mounts the retry adapter for the URL prefix; widen the pool so parallel
-        # snapshot queries do not wait for a connection.
-        adapter = requests.adapters.HTTPAdapter(
+        # The library mounts its retry adapter for the URL prefix; ours replaces it (and serves
+        # any redirect target), with a pool wide enough that parallel snapshot queries do not
+        # wait for a connection.
+        adapter = _BoundedAdapter(
+            settings.max_response_bytes,
             max_retries=_no_retry(),
             pool_maxsize=max(4, settings.parallelism * 2),
         )
-        session.mount(settings.url, adapter)
+        for prefix in ("http://", "https://", settings.url):
+            session.mount(prefix, adapter)
 
     @property
     def source(self) -> str:
@@ -323,10 +797,13 @@ class PrometheusClient:
 
     def query(self, promql: str, at: float) -> InstantResult:
         """An instant query evaluated at ``at`` (unix seconds)."""
-        params = {"time": f"{at:.3f}", "timeout": _server_timeout(self.settings.timeout_s)}
-        result, warnings = self._call(
-            lambda: self._conn.custom_query(query=promql, params=params), promql
-        )
+
+        def send(timeout: tuple[float, float], server_timeout: str) -> Any:
+            return self._conn.custom_query(
+                query=promql, params={"time": f"{at:.3f}", "timeout": server_timeout},
+                timeout=timeout)
+
+        result, warnings = self._call(send, promql)
         try:
             samples = list(self._samples(result))
         except (AttributeError, IndexError, KeyError, TypeError, ValueError):
@@ -337,17 +814,18 @@ class PrometheusClient:
         """A range query; the step is widened to stay under 11,000 points and start/end are
         aligned to it (stable, cacheable answers). The effective values are returned."""
         a, b, step = plan_range(start, end, step_s)
-        params = {"timeout": _server_timeout(self.settings.timeout_s)}
-        result, warnings = self._call(
-            lambda: self._conn.custom_query_range(
+
+        def send(timeout: tuple[float, float], server_timeout: str) -> Any:
+            return self._conn.custom_query_range(
                 query=promql,
                 start_time=datetime.fromtimestamp(a, UTC),
                 end_time=datetime.fromtimestamp(b, UTC),
                 step=str(step),
-                params=params,
-            ),
-            promql,
-        )
+                params={"timeout": server_timeout},
+                timeout=timeout,
+            )
+
+        result, warnings = self._call(send, promql)
         try:
             return self._decode_range(result or [], a, b, step, warnings)
         except (AttributeError, IndexError, KeyError, TypeError, ValueError):
@@ -398,38 +876,71 @@ class PrometheusClient:
         return RangeResult(labels=labels, t=t, v=v, row=row, dropped=dropped, start=a, end=b,
                            step_s=step, warnings=warnings)
 
-    def _call(self, fn: Callable[[], Any], promql: str) -> tuple[Any, list[str]]:
+    def _deadline(self) -> Deadline:
+        """This query's deadline: its own timeout, or the caller's scope if that ends sooner."""
+        own = Deadline.after(self.settings.timeout_s)
+        outer = current_deadline()
+        return outer if outer is not None and outer.expires < own.expires else own
+
+    def _call(self, send: Callable[[tuple[float, float], str], Any], promql: str
+              ) -> tuple[Any, list[str]]:
+        """One logical query: attempts (retries on 429/502/503/504) under one deadline."""
         from prometheus_api_client.exceptions import PrometheusApiClientException
 
         self._bump("query_count")
-        started = time.monotonic()
+        deadline = self._deadline()
+        group = _SCOPE.get().group
         attempt = 0
         while True:
             attempt += 1
+            remaining = deadline.remaining()
+            if group is not None and group.cancelled:
+                raise PrometheusTimeout(
+                    f"a query to Prometheus at {self.source} was cancelled: another query of "
+                    "the same read failed first")
+            if remaining <= 0.0:
+                raise PrometheusTimeout(
+                    f"Prometheus at {self.source} was not asked: {deadline.describe()} was "
+                    f"spent before this query could be sent ({deadline.note('nothing sent')})")
             self._bump("request_count")
             self._local.response = None
+            timeout = (min(self.settings.connect_timeout_s, remaining), remaining)
+            watch = _Watch(deadline, group)
             try:
-                result = fn()
+                with watch:
+                    result = send(timeout, _server_timeout(remaining))
             except PrometheusApiClientException:
                 response: requests.Response | None = self._local.response
                 status = response.status_code if response is not None else None
                 if status in RETRY_STATUSES and attempt <= self.settings.retries:
                     delay = self._backoff(attempt, _retry_after(response))
-                    if time.monotonic() - started + delay < self.settings.timeout_s:
+                    if delay + 0.1 < deadline.remaining():
                         self._sleep(delay)
                         continue
                 raise self._http_error(status, response, promql, attempt) from None
-            except requests.exceptions.JSONDecodeError:
-                raise self._not_prometheus(self._local.response) from None
+            except _TooLarge as exc:
+                raise self._too_large(exc, promql) from None
+            except requests.exceptions.JSONDecodeError:  # before RequestException: it is both
+                # (and a ValueError): a body that is not JSON, or was cut off at the deadline
+                if watch.fired:
+                    raise self._timed_out(deadline, watch) from None
+                raise self._not_the_api(self._local.response, promql) from None
             except requests.RequestException as exc:
-                raise self._transport_error(exc) from None
+                if watch.fired:
+                    raise self._timed_out(deadline, watch) from None
+                raise self._transport_error(exc, watch) from None
             except (KeyError, TypeError, ValueError):
-                raise self._not_prometheus(self._local.response) from None
+                # The library's ``response.json()["data"]["result"]`` on a 200 it could not
+                # read. A body cut off at the deadline (a read-until-close answer ends
+                # "normally" when its socket is shut) is a timeout, not a malformed answer.
+                if watch.fired:
+                    raise self._timed_out(deadline, watch) from None
+                raise self._not_the_api(self._local.response, promql) from None
             return result, self._warnings(self._local.response)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         cap = self.settings.backoff_max_s
-        base = min(cap, self.settings.backoff_s * (2 ** (attempt - 1)))
+        base = min(cap, self.settings.backoff_s * (2 ** min(attempt - 1, 30)))
         delay = base / 2 + random.uniform(0, base / 2)  # "equal jitter"
         if retry_after is not None:
             delay = max(delay, min(retry_after, cap))
@@ -442,18 +953,25 @@ class PrometheusClient:
         content = response.content
         if b'"warnings"' not in content and b'"infos"' not in content:
             return []
-        try:
-            body = response.json()
-        except ValueError:
-            return []
+        body = _json_body(response)
         if not isinstance(body, Mapping):
             return []
         out: list[str] = []
+        extra = 0
         for key, prefix in (("warnings", "Prometheus warning: "), ("infos", "Prometheus info: ")):
-            for item in body.get(key) or []:
-                text = prefix + str(item)
-                if text not in out:
+            items = body.get(key) or []
+            if not isinstance(items, list):
+                items = [items]
+            for item in items:
+                text = prefix + _server_text(item)
+                if text in out:
+                    continue
+                if len(out) < MAX_WARNINGS:
                     out.append(text)
+                else:
+                    extra += 1
+        if extra:
+            out.append(f"Prometheus sent {extra} more warning(s) with this answer (not shown)")
         return out
 
     def _malformed(self, what: str) -> PrometheusServerError:
@@ -463,13 +981,51 @@ class PrometheusClient:
             "not a number)"
         )
 
+    def _not_the_api(self, response: requests.Response | None, promql: str) -> Exception:
+        """A 200 the library could not read: an API error envelope (``"status": "error"``,
+        which Prometheus-compatible proxies send with 200), else not the API at all."""
+        body = _json_body(response)
+        if isinstance(body, Mapping) and body.get("status") == "error":
+            return self._http_error(200, response, promql, 1)
+        return self._not_prometheus(response)
+
     def _not_prometheus(self, response: requests.Response | None) -> PrometheusServerError:
         # ``if response`` would be False for any 4xx/5xx Response (Response.__bool__ is .ok).
         kind = (response.headers.get("Content-Type", "unknown content")
                 if response is not None else "nothing")
         return PrometheusServerError(
-            f"{self.source} answered with {kind.split(';')[0]}, not the Prometheus HTTP API "
-            "(check the URL and the path prefix)"
+            f"{self.source} answered with {_server_text(kind.split(';')[0], 80)}, not the "
+            "Prometheus HTTP API (check the URL and the path prefix)"
+        )
+
+    def _too_large(self, exc: _TooLarge, promql: str) -> AnswerTooLarge:
+        limit = self.settings.max_response_bytes
+        size = (f"declares {_size_text(exc.size)} (Content-Length)" if exc.declared
+                else f"passed {_size_text(limit)}")
+        short_q = promql if len(promql) <= 200 else promql[:200] + "…"
+        return AnswerTooLarge(
+            f"Prometheus at {self.source} sent an answer larger than the "
+            f"{_size_text(limit)} limit (it {size}) for the query {short_q}; raise "
+            "prometheus.max_response_bytes in the config file or "
+            "QUEUELENS_PROMETHEUS_MAX_RESPONSE_BYTES, or read fewer series with --selector"
+        )
+
+    def _timed_out(self, deadline: Deadline, watch: _Watch) -> PrometheusTimeout:
+        if watch.cancelled:
+            return PrometheusTimeout(
+                f"a query to Prometheus at {self.source} was cancelled: another query of the "
+                "same read failed first")
+        if watch.fired_phase == "body":
+            elapsed = time.monotonic() - watch.started
+            phase = f"the answer was still arriving after {elapsed:.1f} s" + (
+                f", {_size_text(watch.received)} of it read" if watch.received else "")
+        elif watch.fired_phase == "connecting":
+            phase = "connecting"
+        else:
+            phase = "waiting for an answer"
+        return PrometheusTimeout(
+            f"Prometheus at {self.source} did not answer within {deadline.describe()} "
+            f"({deadline.note(phase)})"
         )
 
     def _http_error(
@@ -478,6 +1034,18 @@ class PrometheusClient:
         etype, error = _parse_error_body(response)
         detail = f"{etype}: {error}" if etype else (error or "no details")
         short_q = promql if len(promql) <= 300 else promql[:300] + "…"
+        if status == 200:
+            if etype in ("bad_data", "execution"):
+                return BadQuery(
+                    f"Prometheus at {self.source} rejected the query (HTTP 200 with status "
+                    f"error, {detail}); query: {short_q}")
+            if etype == "timeout":
+                return PrometheusTimeout(
+                    f"Prometheus at {self.source} gave up on the query (server-side timeout: "
+                    f"{error})")
+            return PrometheusServerError(
+                f"Prometheus at {self.source} answered the query with an error (HTTP 200 with "
+                f"status error, {detail})")
         if status in (400, 422):
             return BadQuery(
                 f"Prometheus at {self.source} rejected the query (HTTP {status}, {detail}); "
@@ -493,6 +1061,12 @@ class PrometheusClient:
                 f"{self.source} has no Prometheus API (HTTP 404 on /api/v1): check the URL and "
                 "the path prefix (Mimir serves it under /prometheus)"
             )
+        if status is not None and 300 <= status < 400:
+            return PrometheusServerError(
+                f"{self.source} answered HTTP {status} (a redirect, and more than "
+                f"{MAX_REDIRECTS} of them or one without a target): give the final URL of the "
+                "Prometheus API"
+            )
         tries = f" after {attempts} attempts" if attempts > 1 else ""
         if status == 503 and etype == "timeout":
             return PrometheusTimeout(
@@ -503,20 +1077,34 @@ class PrometheusClient:
             f"Prometheus at {self.source} answered HTTP {status}{tries} ({detail})"
         )
 
-    def _transport_error(self, exc: requests.RequestException) -> Exception:
+    def _transport_error(self, exc: requests.RequestException, watch: _Watch) -> Exception:
         if _is_timeout(exc):
             connect = isinstance(exc, requests.ConnectTimeout) or "ConnectTimeout" in repr(exc)
-            limit = self.settings.connect_timeout_s if connect else self.settings.timeout_s
+            if connect and self.settings.connect_timeout_s < watch.deadline.budget_s:
+                return PrometheusTimeout(
+                    f"Prometheus at {self.source} did not accept a connection within "
+                    f"{self.settings.connect_timeout_s:g} s (prometheus.connect_timeout)")
             phase = "connecting" if connect else "waiting for an answer"
             return PrometheusTimeout(
-                f"Prometheus at {self.source} did not respond within {limit:g} s ({phase})"
+                f"Prometheus at {self.source} did not answer within "
+                f"{watch.deadline.describe()} ({watch.deadline.note(phase)})"
+            )
+        if isinstance(exc, requests.exceptions.TooManyRedirects):
+            return PrometheusServerError(
+                f"{self.source} redirected more than {MAX_REDIRECTS} times: give the final URL "
+                "of the Prometheus API"
+            )
+        if isinstance(exc, requests.exceptions.InvalidHeader):
+            return PrometheusServerError(
+                f"a request to Prometheus at {self.source} could not be sent: a header value "
+                "is not valid HTTP (a line break or a character outside Latin-1)"
             )
         if isinstance(exc, requests.exceptions.SSLError):
             return PrometheusUnreachable(
                 f"Prometheus at {self.source} is unreachable: "
                 f"{_describe_oserror(_root_oserror(exc) or ssl.SSLError('TLS handshake failed'))}"
             )
-        if isinstance(exc, requests.ConnectionError):
+        if isinstance(exc, requests.ConnectionError | requests.exceptions.ChunkedEncodingError):
             return PrometheusUnreachable(
                 f"Prometheus at {self.source} is unreachable: "
                 f"{_describe_oserror(_root_oserror(exc))}"
@@ -524,8 +1112,3 @@ class PrometheusClient:
         return PrometheusUnreachable(
             f"Prometheus at {self.source} could not be queried: {exc.__class__.__name__}"
         )
-
-
-def group_samples(samples: Sequence[Sample], label: str) -> dict[str, Sample]:
-    """Samples keyed by one label's value (the last wins on duplicates)."""
-    return {s.labels.get(label, ""): s for s in samples}

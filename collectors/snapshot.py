@@ -18,22 +18,37 @@ What it does with the answers, and nothing more (collectors decide nothing):
 * flags scrape gaps: a queue whose window holds fewer than 90 % of the expected samples gets
   ``None`` (with the reason) for every rate, because ``rate()`` over a half-empty window
   under-reports;
-* ``None`` + a reason in ``missing`` for whatever cannot be measured; NaN/±Inf never escape.
+* ``None`` + a reason in ``missing`` for whatever cannot be measured; NaN/±Inf never escape;
+* refuses duplicate series: two series of one answer with the same key labels (a federation or
+  a proxy that merged two answers) could be two replicas of one number (sum → twice the truth)
+  or two halves of it (keep one → half the truth), so neither is guessed: the value is left out
+  (``None``, with the reason) and a warning names the series.
+
+Every read runs in one :func:`collectors.prom_client.query_group`: the first failing query
+cancels the others (their sockets are shut down, the ones not sent fail at once), so a hung
+Prometheus costs one timeout, not one per round of parallel queries; the queries run on daemon
+threads (:class:`_QueryPool`) in copies of the caller's context, so they carry the caller's
+:func:`~collectors.prom_client.deadline_scope`. With ``budget_s`` (a one-shot command) every
+read of the source shares one deadline, counted from its first read.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
-from collections import defaultdict, deque
-from collections.abc import Callable, Collection, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+import queue
+import threading
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
-from collectors.errors import CollectorError
+from collectors.errors import CollectorError, PrometheusTimeout
 from collectors.histogram import parse_le
 from collectors.profile import (
     Profile,
@@ -43,12 +58,18 @@ from collectors.profile import (
     rate_window_s,
 )
 from collectors.prom_client import (
+    Deadline,
     InstantResult,
     PrometheusClient,
+    QueryGroup,
     RangeResult,
     RangeSeries,
     Sample,
+    current_deadline,
+    current_group,
+    deadline_scope,
     plan_range,
+    query_group,
 )
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 from models.histogram import QUANTILES
@@ -70,29 +91,142 @@ T = TypeVar("T")
 # --- helpers ------------------------------------------------------------------------------
 
 
-def _gather(futures: Mapping[str, Future[T]]) -> dict[str, T]:
-    """The results of already submitted queries; the first exception is raised at once."""
-    done, _ = wait(list(futures.values()), return_when=FIRST_EXCEPTION)
+class _QueryPool:
+    """Daemon threads running the queries of one read, each job in a copy of the context it
+    was submitted from (its deadline and :class:`~collectors.prom_client.QueryGroup`); a job's
+    failure is recorded in the group first, which cancels its siblings.
+
+    Not a :class:`~concurrent.futures.ThreadPoolExecutor`: its workers are joined when the
+    interpreter exits (``concurrent.futures.thread._python_exit``), so a command that has
+    already failed would wait there for queries nobody needs — the "hung Prometheus costs two
+    timeouts" of issue 12; and a worker picks the next queued job between a failure and the
+    pool's shutdown. Daemon threads are not joined, and a cancelled group fails a job that
+    starts late at once."""
+
+    def __init__(self, workers: int, group: QueryGroup) -> None:
+        self._workers = max(1, workers)
+        self._group = group
+        self._jobs: queue.SimpleQueue[tuple[Future[Any], contextvars.Context,
+                                            Callable[[], Any]] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        fut: Future[T] = Future()
+        self._jobs.put((fut, contextvars.copy_context(), fn))
+        if len(self._threads) < self._workers:
+            thread = threading.Thread(target=self._work, name="queuelens-query", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        return fut
+
+    def _work(self) -> None:
+        while True:
+            item = self._jobs.get()
+            if item is None:
+                return
+            fut, ctx, fn = item
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                result = ctx.run(fn)
+            except BaseException as exc:  # handed to the waiting caller
+                self._group.fail(exc)
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result)
+
+    def close(self) -> None:
+        """Cancel the jobs not started and let the threads end (without waiting for them)."""
+        while True:
+            try:
+                item = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[0].cancel()
+        for _ in self._threads:
+            self._jobs.put(None)
+
+
+def _gather(futures: Mapping[str, Future[T]], group: QueryGroup, bound_s: float
+            ) -> dict[str, T]:
+    """The results of already submitted queries. The first failure of the group is raised at
+    once (not a sibling's "cancelled"); the wait itself is bounded (every query has its own
+    deadline, ``bound_s`` is a backstop)."""
+    done, not_done = wait(list(futures.values()), timeout=bound_s,
+                          return_when=FIRST_EXCEPTION)
+    if group.error is not None:
+        raise group.error
     for fut in done:
         exc = fut.exception()
         if exc is not None:
             raise exc
+    if not_done:
+        group.cancel()
+        raise PrometheusTimeout(f"Prometheus queries did not finish within {bound_s:g} s")
     return {k: fut.result() for k, fut in futures.items()}
 
 
+def _bound_s(jobs: int, workers: int, timeout_s: float) -> float:
+    """How long ``jobs`` queries on ``workers`` connections can take at most: the caller's
+    deadline, else one query timeout per round of parallel queries (plus slack)."""
+    deadline = current_deadline()
+    rounds = -(-jobs // max(1, workers))
+    bound = timeout_s * (rounds + 1) + 5.0
+    if deadline is not None:
+        bound = min(bound, max(0.0, deadline.remaining()) + 2.0)
+    return bound
+
+
 def _run_all(
-    jobs: Mapping[str, Callable[[], T]], parallelism: int
+    jobs: Mapping[str, Callable[[], T]], parallelism: int, timeout_s: float
 ) -> dict[str, T]:
-    """Run the callables concurrently; the first exception cancels what has not started and
-    is raised at once (running requests finish on their own within their timeout)."""
+    """Run the callables concurrently in the current query group (one is made if there is
+    none); the first exception cancels the others and is raised at once."""
     if parallelism <= 1 or len(jobs) <= 1:
         return {k: fn() for k, fn in jobs.items()}
-    pool = ThreadPoolExecutor(max_workers=min(parallelism, len(jobs)),
-                              thread_name_prefix="queuelens-query")
-    try:
-        return _gather({k: pool.submit(fn) for k, fn in jobs.items()})
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    with _group() as group:
+        pool = _QueryPool(min(parallelism, len(jobs)), group)
+        try:
+            futures = {k: pool.submit(fn) for k, fn in jobs.items()}
+            return _gather(futures, group, _bound_s(len(jobs), parallelism, timeout_s))
+        finally:
+            pool.close()
+
+
+@contextlib.contextmanager
+def _group() -> Iterator[QueryGroup]:
+    """The query group of the read in progress, or a new one."""
+    current = current_group()
+    if current is not None:
+        yield current
+        return
+    with query_group() as group:
+        yield group
+
+
+def _duplicates(keys: Iterable[str]) -> set[str]:
+    """The keys that occur more than once ('' — series without the key label — excluded)."""
+    return {k for k, n in Counter(keys).items() if n > 1 and k}
+
+
+_DUPLICATE_REASON = ("Prometheus returned more than one {metric} series with {label}={q!r} "
+                     "and the same labels: left out rather than summed or picked")
+
+
+def _warn_duplicates(signal: str, label: str, keys: Collection[str], warnings: list[str]
+                     ) -> None:
+    """One warning per answer with duplicated series (a federation or a proxy that merged two
+    answers returns the same series twice)."""
+    if not keys:
+        return
+    shown = ", ".join(f"{label}={k!r}" for k in sorted(keys)[:3])
+    more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
+    note = (f"{signal}: Prometheus returned the same series more than once ({shown}{more}); "
+            "their values are left out, not summed or picked (two Prometheus servers "
+            "federated or merged by a proxy?)")
+    if note not in warnings:
+        warnings.append(note)
 
 
 def _special_reason(metric: str, special: str | None) -> str:
@@ -104,16 +238,45 @@ def _special_reason(metric: str, special: str | None) -> str:
 class PrometheusSource:
     """Snapshots and ranges of work-queue signals from a Prometheus-compatible API."""
 
-    def __init__(self, client: PrometheusClient, profile: Profile | None = None) -> None:
+    def __init__(self, client: PrometheusClient, profile: Profile | None = None, *,
+                 budget_s: float | None = None, budget_what: str = "this command",
+                 budget_hint: str | None = None) -> None:
+        """``budget_s``: every read of this source (a one-shot command's snapshot and range
+        read) shares one deadline, counted from the first read; ``budget_what`` and
+        ``budget_hint`` name it in messages ("the 30 s budget of this command", "set by
+        --timeout")."""
         self.client = client
         self.profile = profile or Profile()
+        self.budget_s = budget_s
+        self.budget_what = budget_what
+        self.budget_hint = budget_hint
+        self._budget: Deadline | None = None
+        self._budget_lock = threading.Lock()
 
     @property
     def name(self) -> str:
         return self.client.source
 
+    @property
+    def timeout_s(self) -> float:
+        """The per-query timeout (also the natural budget of a page refresh)."""
+        return self.client.settings.timeout_s
+
     def close(self) -> None:
         self.client.close()
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[QueryGroup]:
+        """One read: the source's budget (if any) and one query group."""
+        budget = None
+        if self.budget_s is not None:
+            with self._budget_lock:
+                if self._budget is None:
+                    self._budget = Deadline.after(self.budget_s, self.budget_what,
+                                                  self.budget_hint)
+                budget = self._budget
+        with deadline_scope(budget), query_group() as group:
+            yield group
 
     # ------------------------------------------------------------------ snapshot
 
@@ -121,6 +284,10 @@ class PrometheusSource:
         if not (math.isfinite(at) and math.isfinite(window_s) and window_s > 0):
             raise CollectorError(f"snapshot needs a finite time and a window > 0, got {at}, "
                                  f"{window_s}")
+        with self._read():
+            return self._snapshot(at, window_s)
+
+    def _snapshot(self, at: float, window_s: float) -> Snapshot:
         profile = self.profile
         queries = profile.queries(window_s)
         client = self.client
@@ -134,7 +301,7 @@ class PrometheusSource:
             jobs["scrape_samples"] = instant(profile.scrape_samples_query())
         for i, eff in enumerate(profile.external_effects):
             jobs[f"external:{i}"] = instant(eff.render(window_s))
-        results = _run_all(jobs, self.client.settings.parallelism)
+        results = _run_all(jobs, self.client.settings.parallelism, self.timeout_s)
 
         warnings: list[str] = []
         for res in results.values():
@@ -142,12 +309,30 @@ class PrometheusSource:
         by_signal = {sq.signal: sq for sq in queries}
         ql, cl = profile.queue_label, profile.controller_label
 
+        duplicated: dict[str, set[str]] = defaultdict(set)
+        """signal -> queues left out of it: their series came twice with the same labels."""
+
         def keyed(signal: str) -> dict[str, Sample]:
             sq = by_signal.get(signal)
             if sq is None:
                 return {}
             label = ql if sq.key.startswith("queue") else cl
-            return {s.labels.get(label, ""): s for s in results[signal].samples}
+            samples = results[signal].samples
+            out = {s.labels.get(label, ""): s for s in samples}
+            if len(out) < len(samples):
+                dups = _duplicates(s.labels.get(label, "") for s in samples)
+                if signal == "samples_in_window":
+                    # The gap check keeps the fewest samples (a gap in either copy counts).
+                    for smp in samples:
+                        key = smp.labels.get(label, "")
+                        if key in dups and (smp.value or 0.0) < (out[key].value or 0.0):
+                            out[key] = smp
+                else:
+                    for key in dups:
+                        del out[key]
+                    duplicated[signal] |= dups
+                _warn_duplicates(signal, label, dups, warnings)
+            return out
 
         per_queue = {sq.signal: keyed(sq.signal) for sq in queries
                      if sq.key in ("queue", "controller")}
@@ -160,12 +345,30 @@ class PrometheusSource:
                 le = le_of[text] if text in le_of else le_of.setdefault(text, parse_le(text))
                 if le is not None:
                     acc[labels.get(ql, "")].append((le, math.nan if value is None else value))
+            dups = {q for q, pairs in acc.items()
+                    if q and len({le for le, _ in pairs}) < len(pairs)}
+            for q in dups:
+                del acc[q]
+            if dups:
+                duplicated[signal] |= dups
+                _warn_duplicates(signal, ql, dups, warnings)
             buckets[signal] = acc
         outcomes: dict[str, dict[str, float]] = defaultdict(dict)
         if "reconcile_results_per_s" in results:
+            twice: set[str] = set()
             for s in results["reconcile_results_per_s"].samples:
                 if s.value is not None:
-                    outcomes[s.labels.get(cl, "")][s.labels.get("result", "")] = s.value
+                    kinds = outcomes[s.labels.get(cl, "")]
+                    kind = s.labels.get("result", "")
+                    if kind in kinds:
+                        twice.add(s.labels.get(cl, ""))
+                    kinds[kind] = s.value
+            twice.discard("")
+            for c in twice:
+                del outcomes[c]
+            if twice:
+                duplicated["reconcile_results_per_s"] |= twice
+                _warn_duplicates("reconcile_results_per_s", cl, twice, warnings)
 
         names: set[str] = set()
         for samples in per_queue.values():
@@ -225,6 +428,7 @@ class PrometheusSource:
             note = procs.note(metric, att)
             if note and note not in warnings:
                 warnings.append(note)
+        warnings += [n for n in procs.notes if n not in warnings]
         raw = RawSignals(
             queues=order, t=t, direct=direct, histograms=hists,
             configured_workers=np.array([_nan(profile.configured_workers(q)) for q in order]),
@@ -237,7 +441,7 @@ class PrometheusSource:
             process_series=procs.series)
         derived = derive(raw)
         reasons = _SnapshotReasons(profile, per_queue, buckets, outcomes, procs, api, throttle,
-                                   window_s)
+                                   window_s, duplicated)
         queues = [reasons.queue(i, q, derived, external[i][1], warnings)
                   for i, q in enumerate(order)]
         return Snapshot(at=at, window_s=window_s, source=self.name, queues=queues,
@@ -288,6 +492,11 @@ class PrometheusSource:
             a, b, step = plan_range(start, end, step_s)
         except ValueError as exc:
             raise CollectorError(f"invalid range: {exc}") from None
+        with self._read() as group:
+            return self._range(a, b, step, step_s, queues, signals, group)
+
+    def _range(self, a: int, b: int, step: int, step_s: float, queues: Sequence[str] | None,
+               signals: Collection[str] | None, group: QueryGroup) -> RangeData:
         profile = self.profile
         client = self.client
         parallelism = self.client.settings.parallelism
@@ -298,8 +507,9 @@ class PrometheusSource:
         if not profile.scrape_interval_s:
             for smp in client.query(profile.scrape_samples_query(), b).samples:
                 learnt = learnt_scrape_interval_s(smp.value)
-                if learnt is not None:
-                    intervals[smp.labels.get(profile.queue_label, "")] = learnt
+                q = smp.labels.get(profile.queue_label, "")
+                if learnt is not None and learnt < intervals.get(q, math.inf):
+                    intervals[q] = learnt  # a series twice: the shorter interval
         read = [intervals[q] for q in queues if q in intervals] if queues else intervals.values()
         window = self.range_window_s(step, max(read, default=None))
 
@@ -323,7 +533,7 @@ class PrometheusSource:
         if needed is None or "external_effects_per_s" in needed:
             for i, eff in enumerate(profile.external_effects):
                 fleet_jobs[f"external:{i}"] = ranged(eff.render(window))
-        fleet = _run_all(fleet_jobs, parallelism)
+        fleet = _run_all(fleet_jobs, parallelism, self.timeout_s)
         known = sorted({smp.labels.get(profile.queue_label, "")
                         for smp in fleet["topology"].samples} - {""})
         wanted = list(queues) if queues else known
@@ -352,8 +562,7 @@ class PrometheusSource:
 
         # Pipelined: batch k+1's queries are in flight while batch k is decoded, so the
         # connections never idle at a batch boundary; at most two batches' answers are held.
-        pool = ThreadPoolExecutor(max_workers=max(1, parallelism),
-                                  thread_name_prefix="queuelens-query")
+        pool = _QueryPool(max(1, parallelism), group)
         pending: deque[tuple[list[str] | None, list[SignalQuery], dict[str, Future[Any]]]] = \
             deque()
 
@@ -367,7 +576,8 @@ class PrometheusSource:
                 submit(batch)
             for k in range(len(batches)):
                 batch, queries, futures = pending.popleft()
-                answers = _gather(futures)
+                answers = _gather(futures, group,
+                                  _bound_s(len(futures), parallelism, self.timeout_s))
                 if k + 2 < len(batches):
                     submit(batches[k + 2])
                 results = {**fleet, **answers}
@@ -387,7 +597,7 @@ class PrometheusSource:
                                     "samples in the rate window)")
                 out.add(derived)
         finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.close()
         queues_out, matrices = out.result()
         if signals is not None:
             keep = set(signals)
@@ -505,6 +715,8 @@ class _Processes:
             self.keys_of_name[q].add(key)
         self.wide: int | None = None
         self.attributed: list[_Attributed] = []
+        self.notes: list[str] = []
+        """Warnings about the process-wide answers (duplicated series)."""
 
     def key(self, labels: Mapping[str, str]) -> tuple[str, ...]:
         get = labels.get
@@ -553,6 +765,18 @@ class _Processes:
                   f"no {m.rate_limiter_duration}_sum series (stock controller-runtime does "
                   "not expose the client-side rate limiter histogram)")
         labelled = any(any(lb.get(p) for p in self.plabels) for lb, _ in rows)
+        keys = [(self.key(lb), lb.get(sub_label, "") if sub_label else "") for lb, _ in rows]
+        if len(set(keys)) < len(keys):
+            counts = Counter(keys)
+            twice = {k for k, n in counts.items() if n > 1}
+            rows = [row for row, k in zip(rows, keys, strict=True) if k not in twice]
+            shown = "; ".join(",".join(f"{lb}={v}" for lb, v in zip(self.plabels, k[0],
+                                                                    strict=True) if v)
+                              or "no process labels" for k in sorted(twice)[:3])
+            self.notes.append(
+                f"{total_field}: Prometheus returned the same series more than once ({shown}); "
+                "their values are left out, not summed or picked (two Prometheus servers "
+                "federated or merged by a proxy?)")
         finite = [(lb, v) for lb, v in rows if np.isfinite(v).any()]
         att = _Attributed(None, labelled, set(), absent, not rows)
         if finite:
@@ -625,6 +849,7 @@ class _Processes:
             text = procs.note(metric, procs.add(rows, total_field, sub, class_field))
             if text and text not in warnings:
                 warnings.append(text)
+        warnings += [n for n in procs.notes if n not in warnings]
         return procs
 
 
@@ -635,8 +860,10 @@ class _SnapshotReasons:
     def __init__(self, profile: Profile, per_queue: Mapping[str, Mapping[str, Sample]],
                  buckets: Mapping[str, Mapping[str, list[tuple[float, float]]]],
                  outcomes: Mapping[str, Mapping[str, float]], procs: _Processes,
-                 api: _Attributed, throttle: _Attributed, window_s: float) -> None:
+                 api: _Attributed, throttle: _Attributed, window_s: float,
+                 duplicated: Mapping[str, set[str]]) -> None:
         self.profile = profile
+        self.duplicated = duplicated
         self.per_queue = per_queue
         self.buckets = buckets
         self.outcomes = outcomes
@@ -670,6 +897,8 @@ class _SnapshotReasons:
         if sample is None:
             label = profile.queue_label if signal not in (
                 "workers", "errors_per_s") else profile.controller_label
+            if q in self.duplicated.get(signal, ()):
+                return _DUPLICATE_REASON.format(metric=metric, label=label, q=q)
             return f"no {metric} series with {label}={q!r} in the window"
         if sample.value is None:
             return _special_reason(metric, sample.special)
@@ -710,7 +939,10 @@ class _SnapshotReasons:
             for p, qv in QUANTILES:
                 name = f"{prefix}_{p}_s"
                 if not pairs:
-                    need(name, f"no {metric}_bucket series with {profile.queue_label}={q!r}")
+                    need(name, _DUPLICATE_REASON.format(metric=metric + "_bucket",
+                                                        label=profile.queue_label, q=q)
+                         if q in self.duplicated.get(signal, ()) else
+                         f"no {metric}_bucket series with {profile.queue_label}={q!r}")
                     continue
                 value = values.get(name)
                 if value is None:
@@ -724,6 +956,9 @@ class _SnapshotReasons:
                            if values[k] is not None}
         if not results_by_kind and q not in self.outcomes:
             missing["reconcile_results_per_s"] = (
+                _DUPLICATE_REASON.format(metric=m.reconcile_total,
+                                         label=profile.controller_label, q=q)
+                if q in self.duplicated.get("reconcile_results_per_s", ()) else
                 f"no {m.reconcile_total} series with {profile.controller_label}={q!r}"
                 if profile.has_controller_metrics
                 else f"{m.reconcile_total} is not read by the {profile.name} profile")
@@ -837,6 +1072,26 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
         res = results[sq.signal]
         series_row = np.array([rows.get(lb.get(label, ""), -1) for lb in res.labels],
                               dtype=np.int64)
+        keys = ([f"{lb.get(label, '')}\x00{lb.get('result', '')}" for lb in res.labels]
+                if sq.key == "controller_result" else [lb.get(label, "") for lb in res.labels])
+        dups = _duplicates(keys) if len(set(keys)) < len(keys) else set()
+        if dups:
+            twice = np.array([k in dups for k in keys])
+            _warn_duplicates(sq.signal, label, {k.split("\x00")[0] for k in dups}, warnings)
+            if sq.signal == "samples_in_window":  # the gap check keeps the fewest samples
+                extra = np.full(shape, np.nan)
+                for j in np.flatnonzero(twice):
+                    one = np.full(shape, np.nan)
+                    only = np.full(len(keys), -1, dtype=np.int64)
+                    only[j] = series_row[j]
+                    _scatter(one, res, only, t, step)
+                    extra = np.fmin(extra, one)
+                series_row = np.where(twice, -1, series_row)
+                out = np.full(shape, np.nan)
+                _scatter(out, res, series_row, t, step)
+                counts = np.fmin(out, extra)
+                continue
+            series_row = np.where(twice, -1, series_row)
         if sq.key == "controller_result":
             kinds = [lb.get("result", "") for lb in res.labels]
             for kind in sorted(set(kinds)):
@@ -854,7 +1109,7 @@ def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[S
             direct[sq.signal] = out
     if all(f"external:{i}" in results for i in range(len(profile.external_effects))):
         direct.update(_range_external(profile, results, order, rows, place, shape))
-    hists = {prefix: _range_layouts(results[signal], ql, rows, t, step)
+    hists = {prefix: _range_layouts(results[signal], ql, rows, t, step, signal, warnings)
              for signal, prefix in (("queue_wait_buckets", "queue_wait"),
                                     ("work_buckets", "work")) if signal in results}
     pairs = procs.pairs(order)
@@ -877,8 +1132,11 @@ def _learnt_expected(results: Mapping[str, Any], queue_label: str,
     res = results.get("scrape_samples")
     if res is None:
         return None
-    by_queue = {s.labels.get(queue_label, ""): learnt_scrape_interval_s(s.value)
-                for s in res.samples}
+    by_queue: dict[str, float | None] = {}
+    for s in res.samples:  # a series twice: the shorter interval (more samples expected)
+        q, iv = s.labels.get(queue_label, ""), learnt_scrape_interval_s(s.value)
+        old = by_queue.get(q)
+        by_queue[q] = iv if old is None or (iv is not None and iv < old) else old
     return np.array([window_s / iv if (iv := by_queue.get(q)) else math.nan
                      for q in order], dtype=np.float64).reshape(-1, 1)
 
@@ -927,7 +1185,7 @@ def _place(out: np.ndarray, row: int, s: RangeSeries, t: np.ndarray, step: float
 
 
 def _range_layouts(res: RangeResult, label: str, rows: Mapping[str, int], t: np.ndarray,
-                   step: float) -> list[Histogram]:
+                   step: float, signal: str, warnings: list[str]) -> list[Histogram]:
     """Bucket series grouped by queue, then by bucket layout: (queues, times, buckets)."""
     per_q: dict[int, list[tuple[float, int]]] = defaultdict(list)
     for j, lb in enumerate(res.labels):
@@ -935,6 +1193,12 @@ def _range_layouts(res: RangeResult, label: str, rows: Mapping[str, int], t: np.
         le = parse_le(lb.get("le", ""))
         if i is not None and le is not None:
             per_q[i].append((le, j))
+    twice = [i for i, pairs in per_q.items() if len({le for le, _ in pairs}) < len(pairs)]
+    if twice:
+        names = {q for q, i in rows.items() if i in set(twice)}
+        _warn_duplicates(signal, label, names, warnings)
+        for i in twice:
+            del per_q[i]
     groups: dict[tuple[float, ...], list[int]] = defaultdict(list)
     for i, pairs in per_q.items():
         pairs.sort(key=lambda p: p[0])

@@ -33,14 +33,23 @@ def parse_duration(text: str) -> float:
     return seconds
 
 
+MAX_TIME_S = 253402300799.0
+"""9999-12-31T23:59:59Z: the last time RFC 3339 (and Prometheus's API) can write."""
+
+
 def parse_time(text: str) -> float:
     """Unix seconds or RFC 3339 ('2024-01-01T00:30:00Z') -> unix seconds (UTC if no zone)."""
     try:
         value = float(text)
         if math.isfinite(value):
+            if not 0 <= value <= MAX_TIME_S:
+                raise ValueError(f"not a time: {text!r} (unix seconds from 0 to {MAX_TIME_S:.0f},"
+                                 " the year 9999)")
             return value
-    except ValueError:
-        pass
+    except ValueError as exc:
+        if str(exc).startswith("not a time"):
+            raise
+
     try:
         dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:

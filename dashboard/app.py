@@ -1,7 +1,8 @@
 """The Dash app factory.
 
-    create_app(source=None, *, refresh_s=15, config=None, at=None) -> flask.Flask  (WSGI app)
-    build_dash_app(source=None, *, refresh_s=15, config=None, at=None) -> dash.Dash
+    create_app(source=None, *, refresh_s=15, config=None, at=None, settings=None,
+               limits=None) -> flask.Flask  (WSGI app)
+    build_dash_app(...same...) -> dash.Dash
 
 ``gunicorn 'dashboard.app:create_app()'`` serves the dashboard in production. Without an
 explicit source the app reads Prometheus at ``$QUEUELENS_PROMETHEUS_URL`` when that is set,
@@ -20,6 +21,24 @@ when the app is garbage-collected or the process that made it exits). Run one wo
 (the Dockerfile and ``queuelens serve`` do): a second worker would have its own store and
 could not answer the polls for a job started in the first.
 
+Limits (:class:`ServerLimits`; ``limits=`` or, by default, the ``QUEUELENS_*`` environment
+variables of :meth:`ServerLimits.from_env`): a request body over ``max_request_bytes``
+(Flask's ``MAX_CONTENT_LENGTH``) is refused with 413 and one sentence — before it is read
+when it states its length, once the limit is read when it is chunked — so a 100 MB POST costs
+nothing; at most ``export_jobs`` report exports run at a time, each for at
+most ``export_timeout_s``, and one nobody polls for ``export_abandon_s`` is cancelled
+(:class:`dashboard.report.ExportJobs`).
+
+``/health`` is a liveness check: HTTP 200 with ``"status": "ok"`` whenever this server
+answers, whatever the data source does — restarting the dashboard does not mend Prometheus.
+The body also tells how the source is doing, from what the pages last read through the shared
+cache (it never queries Prometheus itself, so it answers at once even when Prometheus hangs):
+``source_state`` ``ok`` · ``stale`` (the last read failed; the pages show the last good data)
+· ``unreachable`` (reads fail and nothing was ever read) · ``error`` (the source answered but
+refused a query) · ``unknown`` (nothing has been read yet), with ``last_error`` (the
+collector's sentence, which never carries credentials), ``stale_since`` and
+``last_success_at``. Use ``source_state`` for readiness or alerting, not for restarts.
+
 Security (see README): Dash debug mode and all dev tools are forced off here, whatever
 ``DASH_DEBUG`` / ``DASH_UI`` / ``FLASK_DEBUG`` say, so a failing callback returns a bare 500,
 never a traceback or the Werkzeug console. Page text is rendered by Dash components (escaped);
@@ -28,8 +47,13 @@ no component uses ``dangerously_allow_html``.
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import dash
 import flask
@@ -39,13 +63,100 @@ from collectors.cache import CachedSource
 from collectors.config import QueuelensConfig
 from collectors.types import Source
 from dashboard.context import AppContext
-from dashboard.report import export_control, export_manager, register_export_callbacks
+from dashboard.report import (
+    EXPORT_ABANDON_S,
+    EXPORT_MAX_JOBS,
+    EXPORT_TIMEOUT_S,
+    export_control,
+    export_manager,
+    register_export_callbacks,
+)
 from models.settings import AnalysisSettings
 
 PAGE_MODULES: tuple[str, ...] = ("overview", "queue", "whatif", "lab", "keys", "retries")
 """Modules in dashboard/pages/, each with ``register(app, ctx)``; registration order."""
 
 _ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
+
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+"""Default largest request body (4 MiB). The largest legitimate one is a key-trace page
+callback: its store holds every step of a trace within the page's limits (5,000 characters,
+50,000 key places) — about 1 MB for 223 distinct keys added one by one
+(tests/dashboard/test_server_limits.py builds it); every other callback sends well under
+10 kB. The headroom keeps a raised page limit from needing a raised request limit."""
+
+_BYTE_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(b|kb|kib|k|mb|mib|m|gb|gib|g)?\s*", re.IGNORECASE)
+_BYTE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1024 ** 2,
+               "mb": 1000 ** 2, "mib": 1024 ** 2, "g": 1024 ** 3, "gb": 1000 ** 3,
+               "gib": 1024 ** 3}
+
+
+def parse_byte_size(text: str) -> int:
+    """'4194304', '4MiB', '512k', '1.5MB' -> bytes (k/M/G without B are binary)."""
+    m = _BYTE_SIZE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not a size: {text!r} (use e.g. 4MiB, 512KiB or a number of bytes)")
+    return int(float(m.group(1)) * _BYTE_UNITS[(m.group(2) or "").lower()])
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one request or one export may cost the dashboard server (see module doc).
+
+    Environment (:meth:`from_env`): ``QUEUELENS_MAX_REQUEST_SIZE`` (default 4MiB),
+    ``QUEUELENS_EXPORT_JOBS`` (2), ``QUEUELENS_EXPORT_TIMEOUT`` (10m),
+    ``QUEUELENS_EXPORT_ABANDON`` (2m)."""
+
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    export_jobs: int = EXPORT_MAX_JOBS
+    export_timeout_s: float = EXPORT_TIMEOUT_S
+    export_abandon_s: float = EXPORT_ABANDON_S
+
+    def __post_init__(self) -> None:
+        if self.max_request_bytes < 64 * 1024:
+            raise ValueError(f"the request size limit must be at least 64 KiB (the dashboard's "
+                             f"own callbacks need it), got {self.max_request_bytes} bytes.")
+        if self.export_jobs < 1:
+            raise ValueError(f"at least 1 export job must be allowed, got {self.export_jobs}.")
+        for name, value in (("export timeout", self.export_timeout_s),
+                            ("export abandon time", self.export_abandon_s)):
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"the {name} must be a positive duration, got {value!r}.")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ServerLimits:
+        """The limits from ``QUEUELENS_*`` variables (unset or empty: the default); a bad
+        value is a :class:`collectors.errors.ConfigError` naming the variable."""
+        from collectors.errors import ConfigError
+        from collectors.timeparse import parse_duration
+
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        parsers: tuple[tuple[str, str, Any], ...] = (
+            ("QUEUELENS_MAX_REQUEST_SIZE", "max_request_bytes", parse_byte_size),
+            ("QUEUELENS_EXPORT_JOBS", "export_jobs", int),
+            ("QUEUELENS_EXPORT_TIMEOUT", "export_timeout_s", parse_duration),
+            ("QUEUELENS_EXPORT_ABANDON", "export_abandon_s", parse_duration),
+        )
+        for var, field_name, parse in parsers:
+            text = env.get(var, "").strip()
+            if text:
+                try:
+                    values[field_name] = parse(text)
+                except ValueError as exc:
+                    raise ConfigError(f"{var}: {exc}") from None
+        try:
+            return cls(**values)
+        except ValueError as exc:
+            raise ConfigError(f"server limits from the environment: {exc}") from None
+
+
+def size_text(n_bytes: int) -> str:
+    """4194304 -> '4 MiB', 1500 -> '1500 bytes'."""
+    for unit, size in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if n_bytes >= size and n_bytes % size == 0:
+            return f"{n_bytes // size} {unit}"
+    return f"{n_bytes} bytes"
 
 
 def default_source() -> Source:
@@ -91,10 +202,14 @@ def build_dash_app(
     config: QueuelensConfig | None = None,
     at: float | None = None,
     settings: AnalysisSettings | None = None,
+    limits: ServerLimits | None = None,
+    refresh_budget_s: float | None = None,
 ) -> dash.Dash:
     """Build the multi-page Dash app reading from ``source`` (see module docstring).
     ``settings``: the analysis settings of every page (default: the config file's
-    ``analysis:`` section, else the defaults)."""
+    ``analysis:`` section, else the defaults). ``limits``: request size and export jobs
+    (default: :meth:`ServerLimits.from_env`). ``refresh_budget_s``: the wall-clock budget of
+    one page refresh's reads (default: the source's query timeout, the banner's figure)."""
     import importlib
     import math
 
@@ -102,6 +217,8 @@ def build_dash_app(
         raise ValueError(f"refresh period must be positive, got {refresh_s!r}.")
     if at is not None and not math.isfinite(at):
         raise ValueError(f"evaluation time must be a finite unix time, got {at!r}.")
+    if limits is None:
+        limits = ServerLimits.from_env()
     if source is None:
         source = default_source() if config is None else open_dashboard_source(None, config)
     refresh_s, note = effective_refresh_s(refresh_s, source)
@@ -113,7 +230,7 @@ def build_dash_app(
     if settings is None:
         settings = config.analysis if config is not None else AnalysisSettings()
     ctx = AppContext(source=source, refresh_s=float(refresh_s), config=config, at=at,
-                     settings=settings)
+                     settings=settings, refresh_budget_s=refresh_budget_s)
 
     app = dash.Dash(
         "queuelens",
@@ -124,7 +241,9 @@ def build_dash_app(
         update_title="",  # falsy: the tab title does not flash "Updating..."
         suppress_callback_exceptions=True,
         serve_locally=True,
-        background_callback_manager=export_manager(),
+        background_callback_manager=export_manager(
+            max_jobs=limits.export_jobs, timeout_s=limits.export_timeout_s,
+            abandon_s=limits.export_abandon_s),
     )
     # Dash reads DASH_DEBUG, DASH_UI, DASH_HOT_RELOAD... from the environment in its
     # constructor; pin every dev tool off so no environment can switch them on.
@@ -140,8 +259,10 @@ def build_dash_app(
     )
     server: flask.Flask = app.server
     server.debug = False
-    server.config.update(DEBUG=False, TESTING=False, PROPAGATE_EXCEPTIONS=False)
-    server.extensions["queuelens"] = {"dash": app, "context": ctx}
+    server.config.update(DEBUG=False, TESTING=False, PROPAGATE_EXCEPTIONS=False,
+                         MAX_CONTENT_LENGTH=limits.max_request_bytes)
+    server.extensions["queuelens"] = {"dash": app, "context": ctx, "limits": limits}
+    _register_too_large(server, limits)
 
     for name in PAGE_MODULES:
         module = importlib.import_module(f"dashboard.pages.{name}")
@@ -161,10 +282,13 @@ def create_app(
     config: QueuelensConfig | None = None,
     at: float | None = None,
     settings: AnalysisSettings | None = None,
+    limits: ServerLimits | None = None,
+    refresh_budget_s: float | None = None,
 ) -> flask.Flask:
     """The WSGI app (the Dash app's Flask server), e.g. for gunicorn."""
     server: flask.Flask = build_dash_app(source, refresh_s=refresh_s, config=config,
-                                         at=at, settings=settings).server
+                                         at=at, settings=settings, limits=limits,
+                                         refresh_budget_s=refresh_budget_s).server
     return server
 
 
@@ -199,7 +323,9 @@ def _shell(ctx: AppContext) -> html.Div:
 
 
 def stale_banner_text(source: Source | None) -> str:
-    """'' when the data are fresh; else the stale-data sentence with the error in words.
+    """'' when the data are fresh; else the stale-data sentence with the error in words —
+    or, when nothing was ever read, that no data could be read yet (there is no "last good
+    data" to show).
 
     Reads :meth:`collectors.cache.CachedSource.health`; other sources have no staleness.
     """
@@ -208,12 +334,51 @@ def stale_banner_text(source: Source | None) -> str:
     health = source.health()
     if health.ok:
         return ""
+    error = _public_error(health.last_error) or "the data source did not answer"
+    if getattr(health, "last_success_at", None) is None:
+        return f"No data could be read yet: {error}. Retrying at every refresh."
     when = "the last refresh" if health.stale_since is None else _clock(health.stale_since)
-    error = health.last_error or "the data source did not answer"
     return (
         f"Stale data since {when}: showing the last good data. Reason: {error}. "
         "Retrying at every refresh."
     )
+
+
+_USERINFO = re.compile(r"(?<=://)[^/\s@]*@")
+MAX_ERROR_CHARS = 500
+"""The longest error text /health and the banner show (a collector's sentence is short;
+this only bounds a pathological one)."""
+
+
+def _public_error(error: str | None) -> str | None:
+    """A collector error for the page and /health: collector messages carry no credentials
+    by contract; as a second line of defence any ``user:pass@`` left in a URL is removed,
+    and the text is bounded."""
+    if not error:
+        return None
+    text = _USERINFO.sub("", error)
+    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
+
+
+def source_status(source: Source | None) -> dict[str, Any]:
+    """How the data source is doing, for /health (see the module doc): ``source_state``,
+    ``last_error``, ``stale_since``, ``last_success_at`` — from the shared cache's record of
+    the pages' reads; nothing is queried here."""
+    if not isinstance(source, CachedSource):
+        state = "ok" if source is not None else "unknown"
+        return {"source_state": state, "last_error": None, "stale_since": None,
+                "last_success_at": None}
+    health = source.health()
+    last_success = getattr(health, "last_success_at", None)
+    stale_since = getattr(health, "stale_since", None)
+    if health.ok:
+        state = "ok" if last_success is not None else "unknown"
+    elif stale_since is None:
+        state = "error"  # the source answered but refused (bad query, bad config)
+    else:
+        state = "stale" if last_success is not None else "unreachable"
+    return {"source_state": state, "last_error": _public_error(health.last_error),
+            "stale_since": stale_since, "last_success_at": last_success}
 
 
 def _clock(unix_s: float) -> str:
@@ -233,6 +398,31 @@ def _register_shell_callbacks(app: dash.Dash, ctx: AppContext) -> None:
 
 def _register_health(server: flask.Flask, ctx: AppContext) -> None:
     def health() -> flask.Response:
-        return flask.jsonify({"status": "ok", "source": ctx.source_name})
+        # liveness: 200 and "ok" while this server answers; the source's state is data
+        return flask.jsonify({"status": "ok", "source": ctx.source_name,
+                              **source_status(ctx.source)})
 
     server.add_url_rule("/health", "queuelens_health", health, methods=["GET"])
+
+
+def _register_too_large(server: flask.Flask, limits: ServerLimits) -> None:
+    """413 with one sentence (not Werkzeug's HTML page) for a body over the limit."""
+    sentence = (f"The request is larger than this server accepts "
+                f"({size_text(limits.max_request_bytes)}; QUEUELENS_MAX_REQUEST_SIZE).\n")
+
+    def too_large(_error: Exception) -> flask.Response:
+        return flask.Response(sentence, status=413, mimetype="text/plain")
+
+    def refuse_unsized_body() -> None:
+        # A chunked body has no Content-Length to check up front; Werkzeug then reads at
+        # most the limit and hands the callback a truncated body (a bare 400). Read it here,
+        # bounded, and answer 413 when it reaches the limit.
+        request = flask.request
+        unsized = (request.content_length is None
+                   and request.method in ("POST", "PUT", "PATCH")
+                   and request.environ.get("wsgi.input_terminated"))
+        if unsized and len(request.get_data(cache=True)) >= limits.max_request_bytes:
+            flask.abort(413)
+
+    server.register_error_handler(413, too_large)
+    server.before_request(refuse_unsized_body)

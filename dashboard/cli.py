@@ -2,16 +2,17 @@
 
 Errors become one line on stderr and an exit code (see :mod:`dashboard.cliutil`), never a
 traceback: 2 for bad input or config, 3 when Prometheus is unavailable or rejects a query.
+The line goes through :func:`dashboard.cliutil.terminal_text`: an error names queues, URLs and
+flag values, and a control character in one of them must not reach the terminal.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 from collections.abc import Sequence
 
-from dashboard.cliutil import EXIT_PROMETHEUS, EXIT_USAGE, CliError, OneLineParser
+from dashboard.cliutil import EXIT_PROMETHEUS, EXIT_USAGE, CliError, OneLineParser, warn
 
 # Sub-command modules in dashboard/commands/, in the order `--help` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -67,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(message: str) -> None:
-    sys.stderr.write(f"queuelens: error: {message}\n")
+    warn(message, "error")
 
 
 if __name__ == "__main__":

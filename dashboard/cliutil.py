@@ -1,6 +1,17 @@
 """Shared plumbing for the CLI: argument types, errors with exit codes, and output formats.
 
 Exit codes: 0 ok · 2 bad input or config · 3 Prometheus unavailable or rejected the query.
+
+Queue names and label values come from Prometheus, i.e. from whoever can make a controller
+export a metric: hostile text. So every output format neutralises what its reader would act on:
+
+* text for a terminal (tables, their header and footer lines, warnings, errors, progress
+  labels) shows control characters as escapes (:func:`terminal_text`: ``\\x1b``, ``\\n`` …),
+  so a name cannot clear the screen, move the cursor, retitle the window or forge a line;
+* CSV cells that a spreadsheet would run as a formula get a leading ``'``
+  (:func:`csv_text`, the one guard every CSV output goes through — :func:`format_csv`);
+* JSON is escaped by :func:`json.dumps`; :func:`dump_json` also writes DEL, the C1 controls
+  and the bidirectional-text controls as ``\\u`` escapes, which ``ensure_ascii=False`` leaves raw.
 """
 
 from __future__ import annotations
@@ -8,6 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TextIO
@@ -34,9 +46,57 @@ class CliError(Exception):
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit code 2."""
 
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        # argparse (3.11) gives `--flag=--` the value [] without calling the flag's type:
+        # refuse it here, for every option, instead of letting [] reach a command
+        for arg in args if args is not None else sys.argv[1:]:
+            if isinstance(arg, str) and arg.startswith("--") and arg.endswith("=--"):
+                self.error(f"argument {arg[:-3]}: '--' is not a value")
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"{terminal_text(self.prog)}: error: {terminal_text(message)}\n")
         raise SystemExit(EXIT_USAGE)
+
+
+# --- text for a terminal ------------------------------------------------------------------
+
+_TERMINAL_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""C0 controls (ESC, CR, LF, BS, BEL …), DEL, the C1 controls (U+0080–U+009F: CSI, OSC …
+that some terminals obey in UTF-8) and the bidirectional-text controls (which reorder what
+is shown: "Trojan Source")."""
+
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED_ESCAPES:
+        return _NAMED_ESCAPES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to print on a terminal, on one line: every control character shown as
+    its escape (``\\x1b``, ``\\n``, ``\\t``, ``\\x9b``, ``\\u202e``), everything else as is.
+
+    Queue names are label values from Prometheus; printed raw, ``\\x1b[2J`` would clear the
+    user's screen and ``\\r`` or ``\\n`` would forge a line of output."""
+    return _TERMINAL_UNSAFE.sub(_escape_control, text)
+
+
+def terminal_lines(text: str) -> str:
+    """:func:`terminal_text` for text of several lines: each line escaped, the line breaks
+    kept (a header or footer the command itself split into lines)."""
+    return "\n".join(terminal_text(line) for line in text.split("\n"))
+
+
+def warn(message: str, kind: str = "warning") -> None:
+    """One ``queuelens: <kind>: <message>`` line on stderr, control characters escaped."""
+    sys.stderr.write(f"queuelens: {kind}: {terminal_text(message)}\n")
 
 
 # --- argument types -----------------------------------------------------------------------
@@ -209,10 +269,17 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""What ``json.dumps(..., ensure_ascii=False)`` leaves raw but a terminal may obey (DEL, C1,
+bidirectional controls); C0 controls json.dumps already writes as ``\\u00XX``."""
+
+
 def dump_json(payload: Any, out: TextIO | None = None) -> None:
     import json
 
     text = json.dumps(jsonable(payload), indent=2, allow_nan=False, ensure_ascii=False)
+    # these characters can only occur inside JSON strings, where \\uXXXX means the same
+    text = _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     (out or sys.stdout).write(text + "\n")
 
 
@@ -227,30 +294,71 @@ def _cell(value: Any) -> str:
     if isinstance(value, list | dict):
         import json
 
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
+        return terminal_text(json.dumps(value, ensure_ascii=False))
+    return terminal_text(str(value))
 
 
 def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    """A plain aligned text table (for terminals); None prints as '-'."""
+    """A plain aligned text table (for terminals); None prints as '-'. Every cell and column
+    name is :func:`terminal_text` (widths are those of the escaped text)."""
+    heads = [terminal_text(c) for c in columns]
     cells = [[_cell(r.get(c)) for c in columns] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(heads)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
     return "\n".join(lines)
 
 
-def format_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet (Excel, LibreOffice, Google Sheets) read a cell as a formula."""
+
+
+def csv_text(value: str) -> str:
+    """A text cell a spreadsheet will not run as a formula (OWASP "CSV injection"): one that
+    starts with ``= + - @``, a tab or a CR gets a leading ``'``. Numbers are written as
+    numbers (a negative rate stays ``-0.5``); only text is guarded."""
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
+def format_csv(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
+               terminal: bool = False) -> str:
+    """CSV with a header row; None is an empty cell; every text cell through
+    :func:`csv_text` — the one formula guard of every CSV queuelens writes (the reports
+    too). ``terminal``: the CSV goes to a terminal, so control characters in cells are also
+    shown as escapes (:func:`terminal_text`); a file or pipe gets the exact text."""
     import csv
     import io
 
+    def cell(value: Any) -> Any:
+        value = jsonable(value)
+        if value is None:
+            return ""
+        if isinstance(value, list | dict):
+            value = str(value)  # as csv.writer has always written it (never starts "= + - @")
+        if isinstance(value, str):
+            value = csv_text(terminal_text(value) if terminal else value)
+        return value
+
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(columns)
+    # csv.writer quotes a field holding "\n" but not one holding a lone "\r" (not in the
+    # line terminator), and a raw CR in an unquoted field breaks every reader: a row with
+    # one has its text cells quoted
+    quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
+    writer.writerow([csv_text(c) for c in columns])
     for r in rows:
-        writer.writerow(["" if (v := jsonable(r.get(c))) is None else v for c in columns])
+        cells = [cell(r.get(c)) for c in columns]
+        has_cr = any(isinstance(v, str) and "\r" in v for v in cells)
+        (quoted if has_cr else writer).writerow(cells)
     return buf.getvalue()
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def emit(
@@ -263,15 +371,19 @@ def emit(
     footer: str = "",
     out: TextIO | None = None,
 ) -> None:
-    """Write ``payload`` as JSON, or ``rows`` as a table/CSV (header/footer only for tables)."""
+    """Write ``payload`` as JSON, or ``rows`` as a table/CSV (header/footer only for tables).
+
+    The table, its header and its footer (where the warnings go) are terminal text: control
+    characters are escapes (:func:`terminal_text`; the header's and footer's own line breaks
+    stay). CSV is escaped the same way only when it goes to a terminal."""
     stream = out or sys.stdout
     if fmt == "json":
         dump_json(payload, stream)
     elif fmt == "csv":
-        stream.write(format_csv(rows, columns))
+        stream.write(format_csv(rows, columns, terminal=_isatty(stream)))
     else:
-        text = "\n".join(part for part in (header, format_table(rows, columns), footer) if part)
-        stream.write(text + "\n")
+        parts = (terminal_lines(header), format_table(rows, columns), terminal_lines(footer))
+        stream.write("\n".join(part for part in parts if part) + "\n")
 
 
 def check_output_path(path: str, flag: str) -> None:
@@ -282,6 +394,8 @@ def check_output_path(path: str, flag: str) -> None:
 
     if path == "-":
         raise CliError(f"{flag} needs a file name (stdout carries the result).")
+    if "\x00" in path:
+        raise CliError(f"{flag}: a file name cannot contain a NUL byte.")
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -340,6 +454,7 @@ class ProgressBar:
         self._last_pct = -1
 
     def __call__(self, label: str, done: int, total: int) -> None:
+        label = terminal_text(label)  # e.g. "analysing <queue name>"
         if self.tty:
             filled = self.WIDTH * done // total if total else self.WIDTH
             line = f"[{'#' * filled:<{self.WIDTH}}] {done}/{total} {label}"[:78]

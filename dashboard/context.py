@@ -11,6 +11,7 @@ or the fixed evaluation time ``at`` of an app built to show one moment (``queuel
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,9 @@ class AppContext:
     at: float | None = None
     """Fixed evaluation time (unix seconds) of every read; None: the wall clock."""
     settings: AnalysisSettings = field(default_factory=AnalysisSettings)
+    refresh_budget_s: float | None = None
+    """Wall-clock budget of one page refresh's reads (``serve --deadline``); None: the
+    source's query timeout (:meth:`collectors.cache.CachedSource.deadline`)."""
     """Window, range, step, SLO and thresholds of every page (the config file's
     ``analysis:`` section and ``serve``'s flags): the same as ``advise`` and the reports."""
 
@@ -49,6 +53,15 @@ class AppContext:
     def slo_wait_s(self) -> float:
         """Queue-wait objective the advisor judges against on every page (seconds)."""
         return self.settings.slo_wait_s
+
+    def refresh_budget(self) -> AbstractContextManager[object]:
+        """Run a page refresh's reads under one deadline (issue 12: a snapshot and a range
+        read cost one budget, not two timeouts); a no-op for a source without one."""
+        scope = getattr(self.source, "deadline", None)
+        if scope is None:
+            return nullcontext()
+        result: AbstractContextManager[object] = scope(self.refresh_budget_s)
+        return result
 
     def now(self) -> float:
         """The time the pages read the source at: ``at`` when fixed, else ``time.time()``."""

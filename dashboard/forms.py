@@ -15,12 +15,25 @@ def parse_number(name: str, value: object, *, positive: bool = False) -> float:
     if value is None or value == "":
         raise ModelInputError(f"Enter a number for the {name}.")
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ModelInputError(f"The {name} must be a number, got {value!r}.")
+        raise ModelInputError(f"The {name} must be a number, got {_shown(value)}.")
+    shown = _shown(value)
     try:
         number = float(value)
     except ValueError:
-        raise ModelInputError(f"The {name} must be a number, got {value!r}.") from None
+        raise ModelInputError(f"The {name} must be a number, got {shown}.") from None
+    except OverflowError:  # an integer beyond the largest float (a 400-digit JSON number)
+        raise ModelInputError(f"The {name} must be a finite number, got {shown}.") from None
     if not math.isfinite(number) or number < 0 or (positive and number == 0):
         kind = "positive" if positive else "non-negative"
-        raise ModelInputError(f"The {name} must be a {kind} number, got {value!r}.")
+        raise ModelInputError(f"The {name} must be a {kind} number, got {shown}.")
     return number
+
+
+def _shown(value: object) -> str:
+    """The value as the sentence quotes it: its repr, cut to 40 characters (a form field or a
+    forged request may hold a megabyte)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more than 4,300 digits has no repr (int_max_str_digits)
+        return "a number too long to show"
+    return text if len(text) <= 40 else text[:39] + "…"

@@ -12,8 +12,8 @@ version:
   over (time, kind, key) entries compared as the tuples were, so events pop in the same order
   and the final heap has the same layout (its order fixes the order of one float sum);
 * the retry limiter is :mod:`models.ratelimit`'s arithmetic, operation for operation
-  (``min``/``max`` keep Python's choice on ties, ``2.0**n`` is exact, ``2.0**n`` for
-  1024 ≤ n < 1100 raises ``OverflowError`` as Python does);
+  (``min``/``max`` keep Python's choice on ties, ``base · 2^n`` is ``ldexp``, exact, and past
+  the largest float it is the cap, as in ``ItemExponential.unjittered``);
 * sums whose order matters are done in the same order (the dirty keys' areas in dict
   insertion order); no fast-math, so no reassociation or fused multiply-add.
 
@@ -315,18 +315,17 @@ def _when(lim: Arr, bucket: Arr, n: int, prev: float, u: float,
           t: float) -> tuple[float, float, bool]:
     """One ``when(key, t)`` of the policy's limiter for a key with ``n`` failures recorded
     before this call; ``prev`` = the key's previous decorrelated delay (base if none), ``u`` =
-    its jitter draw. Returns (delay, the per-key member's delay, overflow)."""
+    its jitter draw. Returns (delay, the per-key member's delay, overflow); overflow is never
+    set since the delay is computed for every failure count (issue 12), and is kept for the
+    loops' status plumbing."""
     p = lim[0]
     if p.kind == L_CONST:
         d = p.base
     else:
-        if n >= 1100:
-            d = p.cap if p.base > 0 else 0.0
-        elif n >= 1024:
-            return 0.0, 0.0, True  # Python's 2.0**n raises OverflowError
-        else:
-            x = p.base * math.ldexp(1.0, n)
-            d = x if x < p.cap else p.cap  # min(cap, base · 2^n)
+        # min(cap, base · 2^n) for every n: ldexp is exact, and +inf once base · 2^n passes
+        # the largest float, which is past any cap (ItemExponential.unjittered; issue 12)
+        x = math.ldexp(p.base, n)
+        d = x if x < p.cap else p.cap
         if p.jitter == J_FULL:
             d = u * d
         elif p.jitter == J_EQUAL:

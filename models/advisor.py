@@ -477,6 +477,27 @@ class AdvisorThresholds:
             v = getattr(self, name)
             if not 0 < v < 1:
                 raise ModelInputError(f"threshold {name} must be between 0 and 1, got {v!r}.")
+        if self.util_target < 0.01:
+            # the sizing sweep runs to ⌈λ·E[S] / util_target⌉ workers: below 1 % that is a
+            # hundred times the load in workers, and at 5e-324 it overflows
+            raise ModelInputError(
+                f"threshold util_target must be at least 0.01, got {self.util_target!r}.")
+        for name in _DIVISOR_THRESHOLDS:
+            v = getattr(self, name)
+            if v <= 0:
+                raise ModelInputError(f"threshold {name} must be greater than 0 (the advisor "
+                                      f"divides by it), got {v!r}.")
+        if self.min_history_points < 2:
+            raise ModelInputError("threshold min_history_points must be at least 2 (a trend "
+                                  f"needs two points), got {self.min_history_points!r}.")
+
+
+_DIVISOR_THRESHOLDS: tuple[str, ...] = (
+    "util_high", "rise_elasticity_min", "share_429_min", "limiter_share_min",
+    "error_share_storm", "planned_requeue_share", "hot_excess", "long_ratio", "util_low_peak",
+    "usl_efficiency_max", "share_409_min", "retry_share_storm", "overload_ratio")
+"""Thresholds the rules divide by (a verdict's strength is the margin over them): 0 is not a
+threshold but a division by zero."""
 
 
 def threshold_table(thresholds: AdvisorThresholds | None = None) -> list[dict[str, Any]]:

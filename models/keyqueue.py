@@ -30,16 +30,23 @@ rate_limiting_queue.go
 
 The queue object is mutable (like the Go one) but has no I/O and no wall clock: time moves only
 through :meth:`KeyQueue.advance`. :func:`run_trace` returns immutable per-step snapshots.
+
+Limits (:mod:`models.limits`): a trace has at most ``KEY_TRACE_MAX_STEPS`` operations, key
+names at most ``KEY_TRACE_MAX_KEY_CHARS`` characters, and its snapshots at most ``max_cells``
+key places in total (``KEY_TRACE_MAX_CELLS`` by default: every step's state is kept, so the
+snapshots grow with steps × keys); the clock stays finite.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import re
 from collections import deque
 from dataclasses import dataclass
 
 from models.errors import ModelInputError
+from models.limits import KEY_TRACE_MAX_CELLS, KEY_TRACE_MAX_KEY_CHARS, KEY_TRACE_MAX_STEPS
 from models.ratelimit import RateLimiter, client_go_default_controller_limiter, format_seconds
 
 
@@ -151,6 +158,9 @@ class KeyQueue:
         if delay_s <= 0:
             return f"delay {format_seconds(delay_s)} ≤ 0: added at once — " + self.add(key)
         ready = self.now_s + delay_s
+        if not math.isfinite(ready):
+            raise ModelInputError(f"add_after {key} {format_seconds(delay_s)}: the ready time "
+                                  "is past the largest number the clock holds.")
         existing = self._waiting.get(key)
         if existing is not None and existing <= ready:
             return (f"{key} already waiting until t={format_seconds(existing)}: "
@@ -165,6 +175,8 @@ class KeyQueue:
         """Move the clock forward; delayed keys whose time has come go through ``add``."""
         if not seconds >= 0 or seconds == float("inf"):
             raise ModelInputError(f"time can only move forward by a finite amount, got {seconds}.")
+        if not math.isfinite(self.now_s + seconds):
+            raise ModelInputError("the clock would pass the largest number it holds.")
         self.now_s += seconds
         notes: list[str] = []
         while self._heap and self._heap[0][0] <= self.now_s + 1e-12:
@@ -248,6 +260,9 @@ def parse_trace(text: str) -> list[tuple[str, tuple[str, ...], str]]:
     steps = [p for p in parts if p]
     if not steps:
         raise ModelInputError("the trace is empty; give operations like 'add A; get; done A'.")
+    if len(steps) > KEY_TRACE_MAX_STEPS:
+        raise ModelInputError(f"the trace has more than {KEY_TRACE_MAX_STEPS:,} steps "
+                              f"({len(steps):,}); shorten it.")
     out: list[tuple[str, tuple[str, ...], str]] = []
     for i, raw in enumerate(steps, start=1):
         words = raw.replace("(", " ").replace(")", " ").replace(",", " ").split()
@@ -274,26 +289,46 @@ def parse_trace(text: str) -> list[tuple[str, tuple[str, ...], str]]:
                 ) from None
             if op == "tick" and value < 0:
                 raise ModelInputError(f"step {i} ({raw!r}): time cannot move backwards.")
+        if op != "tick" and args and len(args[0]) > KEY_TRACE_MAX_KEY_CHARS:
+            raise ModelInputError(f"step {i}: the key name is {len(args[0]):,} characters long; "
+                                  f"keys have at most {KEY_TRACE_MAX_KEY_CHARS} "
+                                  "(namespace/name).")
         if op != "tick" and args and not _KEY.match(args[0]):
             raise ModelInputError(f"step {i} ({raw!r}): {args[0]!r} is not a valid key name.")
         out.append((op, args, raw))
-    if len(out) > 10_000:
-        raise ModelInputError("the trace has more than 10,000 steps; shorten it.")
     return out
 
 
-def run_trace(text: str, limiter: RateLimiter | None = None) -> tuple[KeyStep, ...]:
+def cells(step: KeyStep) -> int:
+    """Key places in one snapshot: its queue, dirty, processing, delayed and failure lists."""
+    return (len(step.queue) + len(step.dirty) + len(step.processing) + len(step.delayed)
+            + len(step.failures))
+
+
+def run_trace(text: str, limiter: RateLimiter | None = None, *,
+              max_cells: int = KEY_TRACE_MAX_CELLS) -> tuple[KeyStep, ...]:
     """Run a trace like ``"add A; add A; get; add A; done A; get; done A"`` on a fresh queue
     (client-go's default controller limiter unless another is given) and return the state
-    after every step. A bad step raises ModelInputError naming the step number and its text."""
+    after every step. A bad step raises ModelInputError naming the step number and its text;
+    so does a trace whose snapshots would hold more than ``max_cells`` key places in all
+    (:func:`cells`; the work is linear in them, so it stops there)."""
     q = KeyQueue(limiter)
     steps: list[KeyStep] = []
+    total = 0
     for i, (op, args, raw) in enumerate(parse_trace(text), start=1):
         try:
             note = _apply(q, op, args)
         except ModelInputError as exc:
             raise ModelInputError(f"step {i} ({raw!r}): {exc}") from None
-        steps.append(q.snapshot(i, raw, note))
+        step = q.snapshot(i, raw, note)
+        total += cells(step)
+        if total > max_cells:
+            raise ModelInputError(
+                f"by step {i} the trace's states hold more than {max_cells:,} key places "
+                "(the keys in each step's queue, dirty, processing, delayed and failure lists, "
+                "summed over the steps: its limit); use fewer keys or fewer steps."
+            )
+        steps.append(step)
     return tuple(steps)
 
 

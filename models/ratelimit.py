@@ -108,10 +108,18 @@ class ItemExponential:
         self._previous: dict[object, float] = {}
 
     def unjittered(self, n: int) -> float:
-        """min(cap, base · 2^n) without overflow (client-go caps before converting)."""
-        if n >= 1100:  # 2^1100 overflows a float; any positive base is past any cap by then
-            return self.cap_s if self.base_s > 0 else 0.0
-        return min(self.cap_s, self.base_s * 2.0**n)
+        """min(cap, base · 2^n) for every failure count n, without overflow.
+
+        ``ldexp(base, n)`` is base · 2^n exactly; when that passes the largest float it is past
+        any cap, so the delay is the cap — as in client-go, which computes the backoff as a
+        float and returns maxDelay once it exceeds maxDelay or MaxInt64
+        (``default_rate_limiters.go``). (``base * 2.0**n`` raised OverflowError from the
+        1,025th failure of one key on: issue 12.)"""
+        try:
+            x = math.ldexp(self.base_s, n)
+        except OverflowError:
+            return self.cap_s
+        return min(self.cap_s, x)
 
     def when(self, key: object, now_s: float) -> float:
         n = self._failures.get(key, 0)

@@ -25,8 +25,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from models.errors import ModelInputError
+from models.limits import STORM_MAX_STEPS
 from models.ratelimit import CLIENT_GO_BURST, CLIENT_GO_QPS, ItemExponential, RetryPolicy
 from models.simulate import simulate
+
+
+class StormBudgetExceeded(ModelInputError):
+    """A storm needed more steps than its ``max_steps`` (the sentence says how many)."""
 
 
 @dataclass(frozen=True)
@@ -80,21 +85,33 @@ def retry_storm(
     horizon_s: float | None = None,
     bin_s: float | None = None,
     seed: int = 0,
+    max_steps: int = STORM_MAX_STEPS,
 ) -> StormResult:
     """Event-driven replay of the storm (a heap of (time, kind, key); ``when`` is called in
     time order, so a shared token bucket sees failures in the order they happen). The loop is
-    compiled: ``models._simcore.run_storm``, same results as the interpreted loop."""
+    compiled: ``models._simcore.run_storm``, same results as the interpreted loop.
+
+    ``max_steps`` bounds the work: a step is one failure or one retry sent; a storm that needs
+    more raises :class:`StormBudgetExceeded` (a ModelInputError) saying so. The default is
+    :data:`models.limits.STORM_MAX_STEPS`; the Retry storm page passes what is left of its
+    storm step budget. ``attempts + failed_attempts`` of the result is the steps it took."""
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+        raise ModelInputError(f"the step budget must be a whole number of at least 1, "
+                              f"got {max_steps!r}.")
     if isinstance(keys, bool) or not isinstance(keys, int) or not 1 <= keys <= 1_000_000:
         raise ModelInputError(f"keys must be a whole number from 1 to 1,000,000, got {keys!r}.")
     out = _check("outage", outage_s)
     att = _check("attempt time", attempt_s, positive=False)
+    if horizon_s is None and not math.isfinite(10 * out):
+        raise ModelInputError(f"the outage ({out:.6g} s) is too long for the default horizon "
+                              "(10 × the outage); give a horizon.")
     hz = _check("horizon", horizon_s) if horizon_s is not None else max(10 * out, out + 3600.0)
     if hz <= out:
         raise ModelInputError(f"horizon ({hz} s) must be longer than the outage ({out} s).")
     bw = _check("bin width", bin_s) if bin_s is not None else hz / 1000.0
-    nbins = math.ceil(hz / bw)
-    if nbins > 1_000_000:
+    if not hz / bw <= 1_000_000:  # also when hz / bw overflows to inf
         raise ModelInputError("too many rate bins (over 1,000,000); use a larger bin width.")
+    nbins = math.ceil(hz / bw)
     # The event loop is compiled (models/_simcore.py, numba), imported here so that importing
     # this module stays cheap.
     from models import _simcore as core
@@ -104,12 +121,12 @@ def retry_storm(
         lim=core.limiter_record(policy.kind, policy.base_s, policy.cap_s, policy.jitter,
                                 policy.global_qps, policy.burst),
         bucket=core.new_bucket(policy.burst), outage_s=out, attempt_s=att, horizon_s=hz,
-        bin_s=bw, nbins=nbins, budget=50_000_000, seed=seed,
+        bin_s=bw, nbins=nbins, budget=max_steps, seed=seed,
     )
     if run.over_budget:
-        raise ModelInputError(
-            "the storm needs more than 50 million steps; use fewer keys, a shorter outage "
-            "or a longer minimum delay."
+        raise StormBudgetExceeded(
+            f"the storm needs more than {max_steps:,} steps (failures and retries; the limit); "
+            "use fewer keys, a shorter outage or a longer minimum delay."
         )
     attempts, failed, bins, lags, counts = run.attempts, run.failed, run.bins, run.lags, run.counts
     rates = bins[:nbins] / bw

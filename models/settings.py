@@ -74,15 +74,16 @@ class AnalysisSettings:
     """Every threshold of the advisor, ``slo_quantile`` and ``util_target`` included."""
 
     def __post_init__(self) -> None:
-        for name, value, cap in (("window", self.window_s, 86400.0),
-                                 ("range", self.range_s, MAX_RANGE_S),
-                                 ("wait SLO", self.slo_wait_s, 86400.0)):
+        for name, value, floor, cap in (("window", self.window_s, 1.0, 86400.0),
+                                        ("range", self.range_s, MIN_STEP_S, MAX_RANGE_S),
+                                        ("wait SLO", self.slo_wait_s, 1e-6, 86400.0)):
             if isinstance(value, bool) or not isinstance(value, int | float) \
                     or not math.isfinite(value) or value <= 0:
                 raise ModelInputError(f"the {name} must be a positive duration, got {value!r}.")
-            if value > cap:
-                raise ModelInputError(f"the {name} must be at most {describe_duration(cap)}, "
-                                      f"got {describe_duration(value)}.")
+            if not floor <= value <= cap:
+                # below the floor a rate window or a step is shorter than any scrape
+                raise ModelInputError(f"the {name} must be between {describe_duration(floor)} "
+                                      f"and {describe_duration(cap)}, got {value:g} s.")
 
     @property
     def step_s(self) -> float:

@@ -39,7 +39,8 @@ import numpy.typing as npt
 
 from models.contention import usl_slowdown
 from models.errors import ModelInputError
-from models.finite_keys import finite_keys, finite_keys_wait_quantile, finite_keys_wait_tail
+from models.finite_keys import finite_keys_sweep, finite_keys_wait_quantile
+from models.limits import FINITE_KEYS_MAX
 from models.queueing import ggc_wait, wait_quantile_from_atom
 
 MAX_WORKERS = 10_000
@@ -136,8 +137,11 @@ def validate_inputs(inp: WhatIfInputs) -> None:
             raise ModelInputError(
                 f"the key count must be a whole number of at least 1, got {inp.keys!r}."
             )
-        if inp.keys > 10_000_000:
-            raise ModelInputError("at most 10,000,000 keys are supported by the finite-key model.")
+        if inp.keys > FINITE_KEYS_MAX:
+            raise ModelInputError(
+                f"at most {FINITE_KEYS_MAX:,} keys are supported by the finite-key model (its "
+                "time grows as the square root of the key count)."
+            )
         if inp.service_cv2 != 1.0 or inp.arrival_cv2 != 1.0:
             raise ModelInputError(
                 "the finite-key model assumes exponential times: leave the cv² values at 1 "
@@ -208,17 +212,19 @@ def _finite_keys_columns(
     c: npt.NDArray[np.int64],
     slo: float | None,
 ) -> dict[str, npt.NDArray[np.float64]]:
-    res = finite_keys(keys, lam, mu_c, c)
+    # one pass over each worker count's states (memory O(√K), models.finite_keys)
+    sweep = finite_keys_sweep(keys, lam, mu_c, c, quantile=0.95, slo_s=slo)
+    res = sweep.result
     cols: dict[str, npt.NDArray[np.float64]] = {
         "utilization": res.utilization,
         "p_wait": res.p_wait,
         "wait_mean_s": res.wait_mean_s,
         "response_mean_s": res.response_mean_s,
-        "wait_p95_s": finite_keys_wait_quantile(keys, lam, mu_c, c, 0.95),
+        "wait_p95_s": sweep.wait_quantile_s,
         "throughput_per_s": res.throughput_per_s,
     }
-    if slo is not None:
-        cols["over_slo"] = finite_keys_wait_tail(keys, lam, mu_c, c, slo)
+    if sweep.wait_tail is not None:
+        cols["over_slo"] = sweep.wait_tail
     return cols
 
 

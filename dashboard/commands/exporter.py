@@ -10,6 +10,19 @@ from types import FrameType
 from typing import Any
 
 from dashboard.cliutil import CliError, positive_int
+from dashboard.commands.simulate import seed
+from models.limits import EXPORTER_MAX_QUEUES
+
+
+def queue_count(text: str) -> int:
+    """--queues: a whole number from 1 to :data:`models.limits.EXPORTER_MAX_QUEUES` (every
+    scrape evaluates every queue's series, so the fleet may not grow without bound)."""
+    value = positive_int(text)
+    if value > EXPORTER_MAX_QUEUES:
+        raise argparse.ArgumentTypeError(
+            f"at most {EXPORTER_MAX_QUEUES:,} queues (each scrape evaluates all of them), "
+            f"got {value:,}")
+    return value
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -53,9 +66,11 @@ def register(subparsers: Any) -> None:
                         "unless you name another interface)")
     parser.add_argument("--scenario", default="all", metavar="NAME",
                         help="'all' (default), a regime or a controller name")
-    parser.add_argument("--queues", type=positive_int, default=None, metavar="N",
-                        help="serve a larger synthetic fleet of N queues instead")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the demo noise (default 0)")
+    parser.add_argument("--queues", type=queue_count, default=None, metavar="N",
+                        help="serve a larger synthetic fleet of N queues instead (at most "
+                        f"{EXPORTER_MAX_QUEUES:,})")
+    parser.add_argument("--seed", type=seed, default=0,
+                        help="seed of the demo noise, 0 to 2^64 − 1 (default 0)")
     parser.set_defaults(func=run)
 
 

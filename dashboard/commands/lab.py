@@ -8,15 +8,18 @@ parser and ``set_defaults(func=handler)``, and append it to LAB_COMMANDS.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from typing import Any
 
 from dashboard.cliutil import (
+    CliError,
     add_format_argument,
     emit,
     non_negative_float,
     positive_float,
 )
+from models.limits import FLUID_MAX_STEPS, FLUID_MAX_VALUE
 
 
 def register(subparsers: Any) -> None:
@@ -68,7 +71,7 @@ def register_fluid(lab_subparsers: Any) -> None:
         type=non_negative_float,
         default=4.0,
         metavar="Q0",
-        help="initial backlog q0 (default 4)",
+        help=f"initial backlog q0 (default 4; λ, μ and q0 at most {FLUID_MAX_VALUE:.0e})",
     )
     parser.add_argument(
         "--until",
@@ -80,24 +83,30 @@ def register_fluid(lab_subparsers: Any) -> None:
     parser.add_argument(
         "--step",
         type=positive_float,
-        default=1.0,
+        default=None,
         metavar="DT",
-        help="trace step in seconds (default 1)",
+        help=f"trace step in seconds (default 1, or 2, 5, 10, 20, … to stay within "
+        f"{FLUID_MAX_STEPS:,} steps)",
     )
     add_format_argument(parser)
     parser.set_defaults(func=handle_fluid)
 
 
 def handle_fluid(args: argparse.Namespace) -> int:
-    from models.fluid import fluid_summary, fluid_trace
+    from models.fluid import check_lab_inputs, default_step, fluid_summary, fluid_trace
     from models.queueing import mm1
 
+    check_lab_inputs(args.backlog, args.arrival_rate, args.service_rate)
     summary = fluid_summary(args.backlog, args.arrival_rate, args.service_rate)
     until = args.until
     if until is None:
         clear = summary.clear_time_s
         until = 10.0 if clear is None or clear == 0 else float(clear) + 2.0
-    t, q = fluid_trace(args.backlog, args.arrival_rate, args.service_rate, until, args.step)
+        if not math.isfinite(until):
+            raise CliError("the backlog clears only after more seconds than a float holds "
+                           "(μ − λ is below about 1e-300); give --until.")
+    step = args.step if args.step is not None else default_step(until)
+    t, q = fluid_trace(args.backlog, args.arrival_rate, args.service_rate, until, step)
     m = mm1(args.arrival_rate, args.service_rate)
     points = [{"t": float(ti), "backlog": float(qi)} for ti, qi in zip(t, q, strict=True)]
     payload = {
@@ -106,7 +115,7 @@ def handle_fluid(args: argparse.Namespace) -> int:
             "service_rate_per_s": args.service_rate,
             "initial_backlog": args.backlog,
             "until_s": until,
-            "step_s": args.step,
+            "step_s": step,
         },
         "points": points,
         "growth_per_s": summary.growth_per_s,

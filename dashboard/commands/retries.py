@@ -13,7 +13,13 @@ from dashboard.cliutil import (
     positive_float,
     positive_int,
 )
-from dashboard.commands.simulate import add_retry_arguments, retry_policy_from
+from dashboard.commands.simulate import (
+    MAX_WORKERS,
+    add_retry_arguments,
+    bounded_int,
+    retry_policy_from,
+    seed,
+)
 
 COLUMNS = (
     "variant",
@@ -53,11 +59,12 @@ def register(subparsers: Any) -> None:
                         help="rate bin width, seconds (default horizon/1000)")
     parser.add_argument("--healthy-rate", type=positive_float, default=None, metavar="L",
                         help="also simulate healthy keys arriving at L/s on the same queue")
-    parser.add_argument("--workers", type=positive_int, default=2, metavar="C",
+    parser.add_argument("--workers", type=bounded_int(MAX_WORKERS), default=2, metavar="C",
                         help="workers for the healthy-key simulation (default 2)")
     parser.add_argument("--service-mean", type=positive_float, default=0.05, metavar="S",
                         help="mean reconcile time for the healthy-key simulation (default 0.05)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N")
+    parser.add_argument("--seed", type=seed, default=0, metavar="N",
+                        help="random seed of the jitter, 0 to 2^64 − 1 (default 0)")
     add_format_argument(parser, ("table", "json"))
     parser.set_defaults(func=handle)
 

@@ -14,7 +14,14 @@ import os
 import sys
 from typing import Any
 
-from dashboard.cliutil import CliError, check_output_path, parse_duration, write_text_atomically
+from dashboard.cliutil import (
+    CliError,
+    check_output_path,
+    parse_duration,
+    terminal_text,
+    warn,
+    write_text_atomically,
+)
 
 DEFAULT_WINDOW_S = 300.0
 
@@ -52,23 +59,21 @@ def handle(args: argparse.Namespace) -> int:
     from collectors.config import load_config
     from dashboard.rules import build_rule_groups, render_yaml
 
-    if args.window < 1:
-        raise CliError(f"--window must be at least 1s, got {args.window:g}s.")
+    if not 1 <= args.window <= 86400:
+        raise CliError(f"--window must be between 1s and 1d, got {args.window:g}s.")
     if args.output:
         check_output_path(args.output, "-o")
     profile = load_config(args.config).profile
     groups = build_rule_groups(profile, args.window)
     if not any(q.signal == "utilization" for q in profile.derived_queries(args.window)):
-        sys.stderr.write(
-            "queuelens: warning: no worker count for any queue (no "
-            "controller_runtime_max_concurrent_reconciles in this profile and no workers: in "
-            "the config), so no utilization rule and no saturation alert.\n"
-        )
+        warn("no worker count for any queue (no controller_runtime_max_concurrent_reconciles "
+             "in this profile and no workers: in the config), so no utilization rule and no "
+             "saturation alert.")
     text = render_yaml(groups, command_args(args.window, args.config))
     if not args.output:
         sys.stdout.write(text)
         return 0
     write_text_atomically(args.output, text)
     sys.stderr.write(f"queuelens: wrote {sum(len(g.rules) for g in groups)} rules to "
-                     f"{args.output}\n")
+                     f"{terminal_text(args.output)}\n")
     return 0

@@ -14,12 +14,22 @@ threads for concurrent requests) — the same server as the production command
 it, with a one-line note on stderr (reading faster than Prometheus scrapes shows the same
 samples again). ``--at TIME`` shows the fleet at a fixed moment (RFC 3339 or unix seconds)
 instead of now — e.g. to look back at an incident.
+
+The address is bound *before* "serving …" is printed (:func:`bind_listener`), and gunicorn is
+handed that socket (``fd://``): a port in use, a host that does not resolve or an address
+this machine does not have is one line on stderr and exit code 2 — the same as
+``queuelens exporter`` — not "serving …" followed by gunicorn's retry errors and exit 1; and
+no other process can take the port between the check and gunicorn's start.
+
+The server's limits (request size, export jobs) are the app's: :class:`dashboard.app.ServerLimits`
+from ``QUEUELENS_*`` environment variables.
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import socket
 import sys
 from typing import Any
 
@@ -29,6 +39,8 @@ from dashboard.cliutil import (
     parse_duration,
     parse_time,
     settings_from_args,
+    terminal_text,
+    warn,
 )
 
 DEFAULT_HOST = "127.0.0.1"
@@ -36,6 +48,8 @@ DEFAULT_PORT = 8050
 DEFAULT_REFRESH_S = 15.0
 MIN_REFRESH_S = 1.0
 THREADS = 8
+BACKLOG = 2048
+"""Listen backlog (gunicorn's default)."""
 
 
 def register(subparsers: Any) -> None:
@@ -89,26 +103,57 @@ def handle(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, config)
     source = source_from_args(args, config=config)
     server = create_app(source, refresh_s=args.refresh, config=config, at=args.at,
-                        settings=settings)
-    if not _is_loopback(args.host):
-        sys.stderr.write(
-            f"queuelens: warning: binding {args.host} exposes the dashboard to the network "
-            "without authentication; put it behind an authenticating proxy.\n"
-        )
-    sys.stderr.write(
-        f"queuelens: serving http://{_url_host(args.host)}:{args.port}/ "
-        f"(source: {source.name}; Ctrl-C to stop)\n"
-    )
+                        settings=settings, refresh_budget_s=args.deadline)
     run_server(server, args.host, args.port)
     return 0
 
 
+def bind_listener(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (SO_REUSEADDR, as gunicorn binds), or a
+    :class:`CliError` (exit 2) naming the address and the cause: the port is in use, the
+    host does not resolve, the address is not this machine's, the port needs privileges."""
+    shown = f"{_url_host(terminal_text(host))}:{port}"
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        cause = exc.strerror if isinstance(exc, socket.gaierror) else "not a valid host name"
+        raise CliError(f"cannot listen on {shown}: {cause} (check --host)") from None
+    family, kind, proto, _, address = infos[0]
+    listener = socket.socket(family, kind, proto)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(BACKLOG)
+    except OSError as exc:
+        listener.close()
+        raise CliError(f"cannot listen on {shown}: {exc.strerror or exc}") from None
+    return listener
+
+
 def run_server(app: Any, host: str, port: int) -> None:
-    """Serve the WSGI ``app`` with gunicorn (gthread worker, one process) until Ctrl-C."""
+    """Bind ``host:port`` (:func:`bind_listener`: a failure is a :class:`CliError`), say
+    "serving …" on stderr, then serve the WSGI ``app`` with gunicorn (gthread worker, one
+    process) on that socket until Ctrl-C."""
     from gunicorn.app.base import BaseApplication
 
+    listener = bind_listener(host, port)
+    if not _is_loopback(host):
+        warn(f"binding {host} exposes the dashboard to the network without "
+             "authentication; put it behind an authenticating proxy.")
+    context = getattr(app, "extensions", {}).get("queuelens", {}).get("context")
+    source = getattr(context, "source_name", "unknown")
+    sys.stderr.write(
+        f"queuelens: serving http://{_url_host(terminal_text(host))}:{port}/ "
+        f"(source: {terminal_text(source)}; Ctrl-C to stop)\n"
+    )
+    sys.stderr.flush()
+    listener.set_inheritable(True)
+    # gunicorn adopts the descriptor (and closes it when done): detach it from this object so
+    # it is not closed twice — a second close could hit an unrelated file reusing the number
+    fd = listener.detach()
     options = {
-        "bind": f"{_bind_host(host)}:{port}",
+        "bind": f"fd://{fd}",
         "workers": 1,
         "worker_class": "gthread",
         "threads": THREADS,

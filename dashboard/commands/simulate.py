@@ -6,6 +6,7 @@ import argparse
 import math
 import re
 import sys
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -22,7 +23,6 @@ from dashboard.cliutil import (
     parse_duration,
     parse_time,
     positive_float,
-    positive_int,
     write_atomically,
 )
 
@@ -125,6 +125,61 @@ def _coherence(text: str) -> tuple[float, float]:
     return values[0], values[1] if len(values) == 2 else 0.0
 
 
+MAX_SEED = 2**64 - 1
+
+
+def seed(text: str) -> int:
+    """A random seed: a whole number from 0 to 2^64 − 1 (numpy's SeedSequence takes no
+    negative number; issue 12: ``--seed -1`` was a traceback)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to 2^64 − 1, "
+                                         f"got {text[:40]!r}")
+    return value
+
+
+MAX_KEYS = 2**62
+"""--keys / --failing-keys: the simulator holds keys as 64-bit integers (numpy draws them below
+the key count)."""
+MAX_WORKERS = 1_000_000
+"""--workers: the simulator's counters are 64-bit; no controller runs a million workers."""
+MAX_TRACE_EVENTS = 10_000_000
+"""--trace: 32 bytes an event kept, so at most 320 MB."""
+MAX_QPS = 1e12
+"""--global-qps / --dependency-qps / --api-qps: a token bucket refilled faster than this is no
+limit; its default burst (10 s or 1 s of tokens) stays a finite whole number."""
+MAX_BURST = 10**15
+"""--burst / --api-burst: token counts are doubles, exact up to 2^53 ≈ 9e15."""
+
+
+def bounded_int(most: int, *, minimum: int = 1) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``minimum`` to ``most`` (issue 12: a 400-digit
+    --workers overflowed the simulator's 64-bit state with a traceback)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
+        if not minimum <= value <= most:
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number from {minimum:,} to {most:,}, got {text[:40]!r}")
+        return value
+
+    return parse
+
+
+def bounded_rate(text: str) -> float:
+    """A positive rate of at most :data:`MAX_QPS` per second."""
+    value = positive_float(text)
+    if value > MAX_QPS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_QPS:g} per second, got {text!r}")
+    return value
+
+
 def _label(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
@@ -145,9 +200,9 @@ def add_retry_arguments(parser: argparse.ArgumentParser, default: str) -> None:
                              f"controller-runtime (default {default})")
     parser.add_argument("--jitter", choices=("none", "full", "equal", "decorrelated"),
                         default="none", help="jitter on the exponential delay (default none)")
-    parser.add_argument("--global-qps", type=positive_float, default=None, metavar="Q",
+    parser.add_argument("--global-qps", type=bounded_rate, default=None, metavar="Q",
                         help="add a shared token bucket of Q retries/s (MaxOf, as client-go)")
-    parser.add_argument("--burst", type=positive_int, default=None, metavar="B",
+    parser.add_argument("--burst", type=bounded_int(MAX_BURST), default=None, metavar="B",
                         help="bucket size for --global-qps (default 10 s of tokens)")
 
 
@@ -182,14 +237,14 @@ def register(subparsers: Any) -> None:
                            "(R_i events/s from time T_i; T0 = 0), e.g. 0:10,10m:40,20m:10, or "
                            "sine:MEAN:AMPLITUDE:PERIOD (MEAN events/s, AMPLITUDE 0-1), e.g. "
                            "sine:20:0.5:10m")
-    load.add_argument("--keys", type=positive_int, required=True, metavar="K",
+    load.add_argument("--keys", type=bounded_int(MAX_KEYS), required=True, metavar="K",
                       help="number of distinct keys")
     load.add_argument("--zipf", type=non_negative_float, default=0.0, metavar="S",
                       help="Zipf exponent for key popularity (0 = uniform; key 0 is hottest)")
     load.add_argument("--hot-key-share", type=_hot_share, default=0.0, metavar="H",
                       help="share of raw events on key 0, 0 <= H < 1 (the rest uniform over "
                            "the other keys; not with --zipf)")
-    load.add_argument("--workers", type=positive_int, default=None, metavar="C",
+    load.add_argument("--workers", type=bounded_int(MAX_WORKERS), default=None, metavar="C",
                       help="worker count (or give --workers-schedule)")
     load.add_argument("--workers-schedule", default=None, metavar="SPEC",
                       help="worker count over time instead of --workers: T0:C0,T1:C1,... "
@@ -211,21 +266,21 @@ def register(subparsers: Any) -> None:
                           "(dimensionless, default 0:0)")
     svc.add_argument("--fail-prob", type=fraction, default=0.0, metavar="P",
                      help="probability that a reconcile of a failing key fails")
-    svc.add_argument("--failing-keys", type=positive_int, default=None, metavar="M",
+    svc.add_argument("--failing-keys", type=bounded_int(MAX_KEYS), default=None, metavar="M",
                      help="only keys 0..M-1 use the dependency and can fail (default all)")
     svc.add_argument("--outage", type=_duration, default=None, metavar="T",
                      help="failures only during the first T of the run (a dependency outage; "
                           "units, bare number = seconds)")
     add_retry_arguments(parser, "controller-runtime")
-    parser.add_argument("--dependency-qps", type=positive_float, default=None, metavar="Q",
+    parser.add_argument("--dependency-qps", type=bounded_rate, default=None, metavar="Q",
                         help="the dependency admits Q requests/s; a reconcile waits for a token")
     api = parser.add_argument_group("API client (client-go token bucket, shared by the workers)")
     api.add_argument("--api-calls", type=_non_negative_int, default=0, metavar="N",
                      help="API calls each pass makes after its work, one after the other "
                           "(default 0: none)")
-    api.add_argument("--api-qps", type=positive_float, default=None, metavar="Q",
+    api.add_argument("--api-qps", type=bounded_rate, default=None, metavar="Q",
                      help="the client's limit in calls/s (default: no limit); needs --api-calls")
-    api.add_argument("--api-burst", type=positive_int, default=None, metavar="B",
+    api.add_argument("--api-burst", type=bounded_int(MAX_BURST), default=None, metavar="B",
                      help="the bucket size in calls (default 1 s of tokens); needs --api-qps")
     api.add_argument("--api-latency", type=_non_negative_duration, default=0.0,
                      metavar="DURATION",
@@ -236,8 +291,10 @@ def register(subparsers: Any) -> None:
                      help="simulated time, e.g. 600 or 10m (bare number = seconds)")
     run.add_argument("--warmup", type=_non_negative_duration, default=0.0, metavar="W",
                      help="time excluded from waits/throughput, e.g. 60 or 1m (default 0)")
-    run.add_argument("--seed", type=int, default=0, metavar="N")
-    run.add_argument("--trace", type=int, default=0, metavar="N",
+    run.add_argument("--seed", type=seed, default=0, metavar="N",
+                     help="random seed, 0 to 2^64 − 1 (default 0)")
+    run.add_argument("--trace", type=bounded_int(MAX_TRACE_EVENTS, minimum=0), default=0,
+                     metavar="N",
                      help="keep the first N events as a per-event log (JSON: 'trace')")
     add_format_argument(parser, ("table", "json", "csv"))
     om = parser.add_argument_group(

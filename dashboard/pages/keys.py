@@ -16,11 +16,20 @@ The page state is one JSON dict in a ``dcc.Store``:
 Every state and note comes from :func:`models.keyqueue.run_trace` (client-go's default
 controller rate limiter); a bad trace shows the model's sentence (it names the step) and no
 state. Callbacks are thin: tests call :func:`keys_control` and :func:`keys_render` directly.
+
+Limits (:mod:`models.limits`): the page runs traces of up to
+:data:`~models.limits.KEY_TRACE_PAGE_MAX_CHARS` characters whose states hold at most
+:data:`~models.limits.KEY_TRACE_PAGE_MAX_CELLS` key places in all. The store comes back from
+the browser, so both callbacks check it first (:func:`validate_store`: its shape and types,
+the number of steps, key places and characters, each counted while reading and refused as
+soon as it passes its limit) and answer a forged or broken store with a sentence. Rendering is
+linear in the key places (the chart has one marker per place, the table one cell).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any
 
 import dash
@@ -38,14 +47,23 @@ from dashboard.figures import (
 )
 from models.errors import ModelInputError
 from models.keyqueue import EXAMPLES, OPERATIONS, example, run_trace
+from models.limits import (
+    KEY_TRACE_MAX_KEY_CHARS,
+    KEY_TRACE_MAX_STEPS,
+    KEY_TRACE_PAGE_MAX_CELLS,
+    KEY_TRACE_PAGE_MAX_CHARS,
+    KEY_TRACE_PAGE_MAX_STORE_CHARS,
+)
 from models.ratelimit import format_seconds
 
 PATH = "/keys"
 SPEC_TRACE = "add A; add A; get; add A; done A; get; done A"
 """The seed's trace: coalescing, then a re-add while A is processing."""
 PLAY_INTERVAL_MS = 700
-MAX_TRACE_CHARS = 5000
+MAX_TRACE_CHARS = KEY_TRACE_PAGE_MAX_CHARS
 """Longer traces belong in `queuelens lab keys`; the page refuses them with a sentence."""
+MAX_CELLS = KEY_TRACE_PAGE_MAX_CELLS
+"""Most key places (summed over the steps) the page keeps, draws and lists."""
 
 KeysState = dict[str, Any]
 Point = tuple[int, str, str, bool, str]
@@ -60,14 +78,17 @@ def load_trace(text: str | None, example_name: str | None = None) -> KeysState:
     state: KeysState = {"trace": trace, "example": example_name, "position": 0, "error": "",
                         "steps": []}
     if len(trace) > MAX_TRACE_CHARS:
-        state["error"] = (f"The trace is {len(trace)} characters long; the page takes up to "
-                          f"{MAX_TRACE_CHARS}. Use `queuelens lab keys --trace ...` for longer "
+        state["trace"] = ""  # the text box keeps it; the store holds what the page can run
+        state["error"] = (f"The trace is {len(trace):,} characters long; the page takes up to "
+                          f"{MAX_TRACE_CHARS:,}. Use `queuelens lab keys --trace ...` for longer "
                           "ones.")
         return state
     try:
-        steps = run_trace(trace)
+        steps = run_trace(trace, max_cells=MAX_CELLS)
     except ModelInputError as exc:
         state["error"] = str(exc)
+        if "key places" in state["error"]:
+            state["error"] += " That is the page's limit: `queuelens lab keys` takes more."
         return state
     state["steps"] = [_jsonable(dataclasses.asdict(step)) for step in steps]
     return state
@@ -82,6 +103,95 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+def _non_negative_number(value: object) -> bool:
+    """A finite number ≥ 0 that is not a bool; compared before any conversion, as float() of a
+    400-digit JSON integer overflows."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return 0 <= value <= sys.float_info.max
+
+
+class _Budget:
+    """Counts the store's key places and characters while it is read; raises ModelInputError
+    as soon as either passes its limit, so a huge store costs no more than the limits."""
+
+    def __init__(self) -> None:
+        self.cells = 0
+        self.chars = 0
+
+    def text(self, value: object, what: str, most: int) -> str:
+        if not isinstance(value, str) or len(value) > most:
+            raise ModelInputError(f"its {what} is not a string of at most {most:,} characters")
+        self.chars += len(value)
+        if self.chars > KEY_TRACE_PAGE_MAX_STORE_CHARS:
+            raise ModelInputError(
+                f"it holds more than {KEY_TRACE_PAGE_MAX_STORE_CHARS:,} characters")
+        return value
+
+    def keys(self, value: object, what: str, pairs: str = "") -> None:
+        """A list of key names, or of [key, number] pairs (``pairs``: 'time' or 'count')."""
+        if not isinstance(value, list):
+            raise ModelInputError(f"its {what} list is not a list")
+        self.cells += len(value)
+        if self.cells > MAX_CELLS:
+            raise ModelInputError(f"it holds more than {MAX_CELLS:,} key places")
+        for item in value:
+            if not pairs:
+                self.text(item, f"{what} key", KEY_TRACE_MAX_KEY_CHARS)
+                continue
+            if not (isinstance(item, list) and len(item) == 2):
+                raise ModelInputError(f"its {what} list has an item that is not a pair")
+            self.text(item[0], f"{what} key", KEY_TRACE_MAX_KEY_CHARS)
+            number = item[1]
+            if not _non_negative_number(number):
+                raise ModelInputError(f"its {what} list has a {pairs} that is not a number ≥ 0")
+            if pairs == "count" and isinstance(number, float) and not number.is_integer():
+                raise ModelInputError(f"its {what} list has a count that is not whole")
+
+
+def validate_store(state: object) -> KeysState:
+    """The page's store as it comes back from the browser, checked: the fields
+    :func:`load_trace` writes, with their types; at most KEY_TRACE_MAX_STEPS steps, each a
+    step snapshot; at most :data:`MAX_CELLS` key places and
+    :data:`~models.limits.KEY_TRACE_PAGE_MAX_STORE_CHARS` characters in all; a position within
+    the steps. Returns the store; anything else raises ModelInputError with the reason."""
+    try:
+        if not isinstance(state, dict):
+            raise ModelInputError("it is not a JSON object")
+        budget = _Budget()
+        budget.text(state.get("trace"), "trace", MAX_TRACE_CHARS)
+        budget.text(state.get("error"), "error", 4 * MAX_TRACE_CHARS)
+        name = state.get("example")
+        if name is not None:
+            budget.text(name, "example name", 100)
+        steps = state.get("steps")
+        if not isinstance(steps, list) or len(steps) > KEY_TRACE_MAX_STEPS:
+            raise ModelInputError(f"its steps are not a list of at most "
+                                  f"{KEY_TRACE_MAX_STEPS:,}")
+        position = state.get("position")
+        if isinstance(position, bool) or not isinstance(position, int) or not (
+                0 <= position <= len(steps)):
+            raise ModelInputError(f"its position is not a whole number from 0 to {len(steps)}")
+        for i, row in enumerate(steps, start=1):
+            if not isinstance(row, dict):
+                raise ModelInputError(f"its step {i} is not a JSON object")
+            if row.get("index") != i or isinstance(row.get("index"), bool):
+                raise ModelInputError(f"its step {i} is not numbered {i}")
+            budget.text(row.get("op"), "operation", MAX_TRACE_CHARS)
+            budget.text(row.get("note"), "note", 4 * MAX_TRACE_CHARS)
+            if not _non_negative_number(row.get("time_s")):
+                raise ModelInputError(f"its step {i} has a time that is not a number ≥ 0")
+            if not isinstance(row.get("shutting_down"), bool):
+                raise ModelInputError(f"its step {i} has no shutting-down flag")
+            for field in ("queue", "dirty", "processing"):
+                budget.keys(row.get(field), field)
+            budget.keys(row.get("delayed"), "delayed", "time")
+            budget.keys(row.get("failures"), "failures", "count")
+        return state
+    except ModelInputError as exc:
+        raise ModelInputError(f"The page's saved trace is not valid: {exc}.") from None
 
 
 def keys_control(
@@ -108,6 +218,14 @@ def keys_control(
             bad["error"] = str(exc)
             return text, None, bad, False
         return ex.trace, ex.name, load_trace(ex.trace, ex.name), False
+    if state is not None and trigger not in ("keys-trace", "keys-reset"):
+        try:
+            state = validate_store(state)
+        except ModelInputError as exc:  # run the text again, and say why
+            name = example_name if _matches_example(text, example_name) else None
+            fresh = load_trace(text, name)
+            fresh["error"] = fresh["error"] or f"{exc} The trace was run again from the text."
+            return text, name, fresh, False
     if state is None or trigger in ("keys-trace", "keys-reset"):
         name = example_name if _matches_example(text, example_name) else None
         return text, name, load_trace(text, name), False
@@ -157,11 +275,11 @@ def key_status(row: dict[str, Any]) -> dict[str, tuple[str, bool]]:
 
 def membership(steps: list[dict[str, Any]], upto: int) -> tuple[list[str], list[Point]]:
     """(keys in order of first appearance in the whole trace, chart points up to ``upto``)."""
-    keys: list[str] = []
+    seen: dict[str, None] = {}  # insertion-ordered: linear, not a list search per key
     for row in steps:
         for key in key_status(row):
-            if key not in keys:
-                keys.append(key)
+            seen.setdefault(key, None)
+    keys = list(seen)
     points: list[Point] = []
     for row in steps[:upto]:
         fails = {str(f[0]): int(f[1]) for f in row["failures"]}
@@ -180,6 +298,11 @@ def keys_render(state: KeysState | None) -> tuple[Any, str, str, Any, Any, str, 
     """(state boxes, note, position text, figure, history table, lesson, error)."""
     if state is None:
         return _boxes(None, None), "", "", dash.no_update, html.Div(), "", ""
+    try:
+        state = validate_store(state)
+    except ModelInputError as exc:
+        return (_boxes(None, None), "", "no trace loaded", empty_figure(), html.Div(), "",
+                f"{exc} Press Reset.")
     lesson = ""
     if state.get("example"):
         try:

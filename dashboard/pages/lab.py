@@ -17,6 +17,14 @@ State machine (one time unit per step):
   backlog is 0 and cannot grow again (λ ≤ μ), and after :data:`MAX_STEPS` steps, so a
   finished run stays on its final frame (the clearing time stays readable).
 
+Limits (:mod:`models.limits`, the same as ``queuelens lab fluid``): λ, μ and q0 at most
+:data:`~models.limits.FLUID_MAX_VALUE`; the clock stops at t =
+:data:`~models.limits.FLUID_MAX_STEPS` (Step then says so; Reset starts again); the prediction
+line has at most that many points (:func:`models.fluid.fluid_line`, exact however long the
+prediction is). The store comes back from the browser, so every callback checks it first
+(:func:`validate_state`: types, bounds, the history's length) and answers a forged or broken
+one with a sentence, never with work that grows with its numbers.
+
 All numbers come from :mod:`models.fluid` and :func:`models.queueing.mm1`; this module only
 formats them. Wrapper callbacks are thin: tests call :func:`lab_control` and
 :func:`lab_render` directly.
@@ -34,7 +42,8 @@ from dashboard.context import AppContext, register_page
 from dashboard.figures import format_number, lab_figure
 from dashboard.forms import parse_number
 from models.errors import ModelInputError
-from models.fluid import fluid_backlog, fluid_summary
+from models.fluid import fluid_backlog, fluid_line, fluid_summary
+from models.limits import FLUID_MAX_STEPS, FLUID_MAX_VALUE
 from models.queueing import mm1
 
 PATH = "/lab"
@@ -49,6 +58,16 @@ DEFAULT_BACKLOG = 4.0
 
 LabState = dict[str, Any]
 
+MAX_BACKLOG = FLUID_MAX_VALUE * (FLUID_MAX_STEPS + 1)
+"""Largest backlog the lab can reach: q0 + λ·t with q0, λ ≤ FLUID_MAX_VALUE, t ≤ FLUID_MAX_STEPS."""
+
+LIMITS_NOTE = (
+    f"Limits: λ, μ and q0 up to {FLUID_MAX_VALUE:.0e}; the lab's clock stops at "
+    f"t = {FLUID_MAX_STEPS:,} (Reset starts again); the prediction is drawn with at most "
+    f"{FLUID_MAX_STEPS:,} points, exactly (it is a straight line on each side of the clearing "
+    "time). `queuelens lab fluid` has the same limits."
+)
+
 LEAVES_OUT = (
     "What the lab leaves out: there is no dirty set, no Done, no Forget, no jitter and no "
     "exponential retry — it isolates fluid capacity (arrivals vs service), not key "
@@ -58,6 +77,15 @@ LEAVES_OUT = (
 
 
 # --- pure state machine ----------------------------------------------------------------------
+
+def _fmt(value: float) -> str:
+    """:func:`dashboard.figures.format_number`, but 4 significant digits for numbers it would
+    write with more than 13 digits or round to 0 (1e300 → '1e+300', 1.2e-7 → '1.2e-07')."""
+    size = abs(value)
+    if math.isfinite(value) and (size >= 1e12 or 0 < size < 5e-4):
+        return f"{value:.4g}"
+    return format_number(value)
+
 
 def reset_state(arrival_rate: float, service_rate: float, initial_backlog: float) -> LabState:
     """t = 0 and backlog = q0 with the given inputs (validated by the fluid model)."""
@@ -73,8 +101,65 @@ def reset_state(arrival_rate: float, service_rate: float, initial_backlog: float
     }
 
 
+def _number(value: object, name: str, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ModelInputError(f"its {name} is not a number")
+    # compared before any conversion (float() of a 400-digit JSON integer overflows); NaN and
+    # ±inf fail the comparison
+    if not 0 <= value <= high:
+        raise ModelInputError(f"its {name} is outside 0 … {high:.3g}")
+    return float(value)
+
+
+def _whole(value: object, name: str, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ModelInputError(f"its {name} is not a whole number")
+    if not (0 <= value <= high) or (isinstance(value, float) and not value.is_integer()):
+        raise ModelInputError(f"its {name} is not a whole number from 0 to {high:,}")
+    return int(value)
+
+
+def validate_state(state: object) -> LabState:
+    """The lab's store as it comes back from the browser, checked and normalized (ints and
+    floats): t and the segment origin whole numbers within 0 … FLUID_MAX_STEPS, λ and μ within
+    the lab's limits, backlogs within 0 … :data:`MAX_BACKLOG`, a history of at most
+    FLUID_MAX_STEPS + 1 finite [t, backlog] pairs (its length is checked before its items, so
+    the check costs at most that many steps). Anything else raises ModelInputError."""
+    try:
+        if not isinstance(state, dict):
+            raise ModelInputError("it is not a JSON object")
+        t = _whole(state.get("t"), "time t", FLUID_MAX_STEPS)
+        origin_t = _whole(state.get("origin_t"), "segment start", t)
+        history = state.get("history")
+        if not isinstance(history, list) or not 1 <= len(history) <= FLUID_MAX_STEPS + 1:
+            raise ModelInputError(
+                f"its history is not a list of 1 to {FLUID_MAX_STEPS + 1:,} points")
+        points: list[list[float]] = []
+        for point in history:
+            if not (isinstance(point, list | tuple) and len(point) == 2):
+                raise ModelInputError("its history has a point that is not a [t, backlog] pair")
+            pt = _whole(point[0], "history time", FLUID_MAX_STEPS)
+            pq = _number(point[1], "history backlog", MAX_BACKLOG)
+            points.append([pt, pq])
+        return {
+            "t": t,
+            "backlog": _number(state.get("backlog"), "backlog", MAX_BACKLOG),
+            "arrival_rate": _number(state.get("arrival_rate"), "arrival_rate", FLUID_MAX_VALUE),
+            "service_rate": _number(state.get("service_rate"), "service_rate", FLUID_MAX_VALUE),
+            "origin_t": origin_t,
+            "origin_backlog": _number(state.get("origin_backlog"), "origin_backlog", MAX_BACKLOG),
+            "history": points,
+        }
+    except ModelInputError as exc:
+        raise ModelInputError(f"The lab's saved state is not valid: {exc}.") from None
+
+
 def step_state(state: LabState, arrival_rate: float, service_rate: float) -> LabState:
-    """Advance one time unit from the current backlog with the current λ and μ."""
+    """Advance one time unit from the current backlog with the current λ and μ; refused (with
+    a sentence) once the clock is at the limit FLUID_MAX_STEPS."""
+    if int(state["t"]) >= FLUID_MAX_STEPS:
+        raise ModelInputError(f"The lab's clock stops at t = {FLUID_MAX_STEPS:,} (its limit); "
+                              "press Reset to start again.")
     backlog = float(state["backlog"])
     nxt = float(fluid_backlog(backlog, arrival_rate, service_rate, [STEP])[0])
     t_next = int(state["t"]) + 1
@@ -113,6 +198,10 @@ def lab_control(
         lam, mu, q0 = _inputs(arrival_rate, service_rate, initial_backlog)
         if trigger == "lab-reset" or state is None:
             return reset_state(lam, mu, q0), False, ""
+        try:
+            state = validate_state(state)
+        except ModelInputError as exc:
+            return reset_state(lam, mu, q0), False, f"{exc} The lab was reset."
         if trigger == "lab-play":
             if playing:
                 return state, False, ""
@@ -142,16 +231,18 @@ def prediction_sentence(state: LabState, arrival_rate: float, service_rate: floa
     t0, q0 = segment_origin(state, arrival_rate, service_rate)
     summary = fluid_summary(q0, arrival_rate, service_rate)
     g = summary.growth_per_s
-    tvar = "t" if t0 == 0 else f"(t − {format_number(t0)})"
+    tvar = "t" if t0 == 0 else f"(t − {_fmt(t0)})"
     if g > 0:
-        rate = "" if format_number(g) == "1" else format_number(g)
+        rate = "" if _fmt(g) == "1" else _fmt(g)
         term = f"{rate}{tvar}" if rate == "" or tvar == "t" else f"{rate}·{tvar}"
-        body = term if q0 == 0 else f"{format_number(q0)} + {term}"
-        return f"backlog {body} (grows by {format_number(g)} per time unit, never clears)"
+        body = term if q0 == 0 else f"{_fmt(q0)} + {term}"
+        return f"backlog {body} (grows by {_fmt(g)} per time unit, never clears)"
     if summary.clear_time_s is None:  # g == 0 with a positive backlog
-        return f"backlog stays at {format_number(q0)} (λ = μ: it never clears)"
+        return f"backlog stays at {_fmt(q0)} (λ = μ: it never clears)"
     clear_at = t0 + summary.clear_time_s
-    return f"clears at t = {format_number(clear_at)}"
+    if not math.isfinite(clear_at):  # q0 / (μ − λ) overflows: μ − λ below about 1e-300
+        return "clears, but only after more time units than a float can count (μ − λ ≈ 0)"
+    return f"clears at t = {_fmt(clear_at)}"
 
 
 def mm1_sentence(arrival_rate: float, service_rate: float) -> str:
@@ -164,8 +255,8 @@ def mm1_sentence(arrival_rate: float, service_rate: float) -> str:
             "without bound."
         )
     return (
-        f"M/M/1 mean residence 1/(μ − λ) = {format_number(result.residence_mean_s)} time units "
-        f"(utilization ρ = {format_number(result.utilization)}) — conditional on Poisson "
+        f"M/M/1 mean residence 1/(μ − λ) = {_fmt(result.residence_mean_s)} time units "
+        f"(utilization ρ = {_fmt(result.utilization)}) — conditional on Poisson "
         "arrivals and exponential service times; a separate estimate, not the fluid line."
     )
 
@@ -176,6 +267,10 @@ def lab_render(
     """(figure, time text, backlog text, prediction sentence, M/M/1 sentence)."""
     if state is None:
         return dash.no_update, "—", "—", "", ""
+    try:
+        state = validate_state(state)
+    except ModelInputError as exc:
+        return dash.no_update, "—", "—", f"{exc} Press Reset.", ""
     t_now = float(state["t"])
     ts = [float(p[0]) for p in state["history"]]
     qs = [float(p[1]) for p in state["history"]]
@@ -190,15 +285,16 @@ def lab_render(
     t0, q0 = segment_origin(state, lam, mu)
     summary = fluid_summary(q0, lam, mu)
     clear_at = None if summary.clear_time_s is None else t0 + summary.clear_time_s
-    horizon = max(10.0, t_now + 5.0, (clear_at or 0.0) * 1.25)
-    n = math.ceil(horizon - t0)
-    pred_t = [t0 + k for k in range(n + 1)]
-    pred_q = [float(v) for v in fluid_backlog(q0, lam, mu, list(range(n + 1)))]
+    # 1.25 × the clearing time shows the clearing; capped where 1.25 × would overflow
+    horizon = min(max(10.0, t_now + 5.0, (clear_at or 0.0) * 1.25), 1e300)
+    tau, line = fluid_line(q0, lam, mu, horizon - t0)  # at most FLUID_MAX_STEPS + 2 points
+    pred_t = [t0 + float(k) for k in tau]
+    pred_q = [float(v) for v in line]
     fig = lab_figure(ts, qs, pred_t, pred_q, clear_time=clear_at)
     return (
         fig,
-        format_number(t_now),
-        format_number(float(state["backlog"])),
+        _fmt(t_now),
+        _fmt(float(state["backlog"])),
         sentence,
         mm1_text,
     )
@@ -210,6 +306,10 @@ def _inputs(
     names = ("arrival rate λ", "service rate μ", "initial backlog q0")
     values = (arrival_rate, service_rate, initial_backlog)
     lam, mu, q0 = (parse_number(name, value) for name, value in zip(names, values, strict=True))
+    for name, value in zip(names, (lam, mu, q0), strict=True):
+        if value > FLUID_MAX_VALUE:
+            raise ModelInputError(f"The {name} must be at most {FLUID_MAX_VALUE:.0e} (the lab's "
+                                  f"limit), got {value:.6g}.")
     return lam, mu, q0
 
 
@@ -265,7 +365,7 @@ def layout(**_kwargs: object) -> html.Div:
                             ),
                             html.Div(
                                 ["backlog = ", html.Span(id="lab-backlog", className="ql-value",
-                                                         children=format_number(DEFAULT_BACKLOG)),
+                                                         children=_fmt(DEFAULT_BACKLOG)),
                                  " items"],
                                 className="ql-readout",
                             ),
@@ -282,6 +382,7 @@ def layout(**_kwargs: object) -> html.Div:
                                 "Reset pauses.",
                                 className="ql-note",
                             ),
+                            html.P(LIMITS_NOTE, id="lab-limits", className="ql-note"),
                         ],
                         className="ql-col ql-panel",
                     ),

@@ -484,5 +484,6 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Input("overview-refresh", "n_intervals"),
     )
     def _refresh(_n: int | None) -> tuple[list[dict[str, Any]], str, str, str, int]:
-        rows, summary, error = load_overview(ctx)
+        with ctx.refresh_budget():  # the snapshot and the range read share one budget
+            rows, summary, error = load_overview(ctx)
         return rows, summary, error, rows_scale(rows), int(ctx.refresh_s * 1000)

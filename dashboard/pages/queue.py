@@ -14,7 +14,11 @@ The page reads the source twice per refresh, through the app's shared cache: one
 
 A missing value is shown as "no data" (with the collector's reason as a tooltip), never as 0,
 and the charts leave a gap where samples are missing. The queue name comes from the URL
-(percent-decoded) and is only ever rendered as component text (escaped by Dash/React).
+(percent-decoded) and is only ever rendered as component text (escaped by Dash/React). A name
+may hold any character a Prometheus label value can — a line break included, which Flask's
+catch-all route does not match (``.`` stops at a newline): :func:`register` adds a route for
+``/queue/<anything>`` so such a queue's page is served like any other, and the heading shows
+control characters as escapes (``\\n``) rather than as nothing.
 The ``#queue-verdicts`` card shows the advisor's verdicts (:mod:`models.advisor` through
 :func:`dashboard.advice.advise_data`, from the same two reads): kind, severity, summary, the
 key evidence figures and the recommendation, in the advisor's order of impact.
@@ -33,6 +37,7 @@ from urllib.parse import quote, unquote
 import dash
 import numpy as np
 from dash import Input, Output, State, dcc, html
+from werkzeug.routing import BaseConverter
 
 from collectors.errors import CollectorError
 from collectors.types import QueueSnapshot, RangeData, Source
@@ -474,10 +479,12 @@ def _graph(graph_id: str) -> html.Div:
 
 
 def layout(name: str | None = None, **_kwargs: object) -> html.Div:
+    from dashboard.cliutil import terminal_text
+
     queue = unquote(name or "")
     return html.Div(
         [
-            html.H1(["Queue ", html.Code(queue, id="queue-name")]),
+            html.H1(["Queue ", html.Code(terminal_text(queue), id="queue-name")]),
             html.Div(
                 [
                     html.Span("History: ", className="ql-muted"),
@@ -522,10 +529,33 @@ def layout(name: str | None = None, **_kwargs: object) -> html.Div:
     )
 
 
+class _AnyText(BaseConverter):
+    """A Werkzeug URL converter for a queue name of any characters (newlines and ``/``
+    too): the default converters' ``.`` does not match a line break, so ``/queue/a%0Ab``
+    would be a bare 404 before the page could say anything."""
+
+    regex = r"[\s\S]+"
+    part_isolating = False
+    weight = 200
+
+    def to_url(self, value: Any) -> str:
+        return quote(str(value), safe="")
+
+
 def register(app: dash.Dash, ctx: AppContext) -> None:
-    """Register the page (path ``/queue/<name>``) and its callback on ``app``."""
+    """Register the page (path ``/queue/<name>``) and its callback on ``app``; and the route
+    that serves the page for a name with a line break (:class:`_AnyText`)."""
     register_page(__name__, path_template=PATH_TEMPLATE, name="Queue",
                   title="Queue · queuelens", order=1, layout=layout)
+    server = app.server
+    server.url_map.converters.setdefault("queuelens_any", _AnyText)
+
+    def page(name: str) -> Any:
+        del name  # the page reads it from the browser's address, as for every page
+        return app.index()  # type: ignore[no-untyped-call]
+
+    server.add_url_rule("/queue/<queuelens_any:name>", "queuelens_queue_page", page,
+                        methods=["GET"])
 
     @app.callback(
         Output("queue-message", "children"),
@@ -541,6 +571,7 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         State("queue-store", "data"),
     )
     def _refresh(range_key: str | None, _n: int | None, name: str | None) -> tuple[Any, ...]:
-        view = queue_view(ctx.source, name or "", range_key or DEFAULT_RANGE, ctx.now(),
-                          ctx.settings)
+        with ctx.refresh_budget():  # every read of the refresh shares one budget
+            view = queue_view(ctx.source, name or "", range_key or DEFAULT_RANGE, ctx.now(),
+                              ctx.settings)
         return (*render_view(view), render_verdicts(view), int(ctx.refresh_s * 1000))

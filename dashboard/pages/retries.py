@@ -12,6 +12,16 @@ the chosen policy) and :func:`~models.retry.healthy_impact` for the healthy keys
 bucket inputs; with jitter "none" the jittered comparison uses full jitter. This module only
 checks the inputs, picks the numbers and formats them; the callback calls
 :func:`retries_view`, which tests call directly.
+
+The work of one computation is bounded (issue 12: 8 simulations of up to 5e8 events each took
+108 s and 2 GB). Before anything runs, :func:`simulation_events` estimates from above the
+eight healthy-key simulations' events (their raw arrivals λ·T are known; the failing keys'
+retries follow from the backoff schedule, :func:`expected_failures_per_key`); above
+:data:`models.limits.RETRIES_PAGE_MAX_EVENTS` the page says so and runs nothing. The four storms
+share a hard step limit, :data:`models.limits.RETRIES_PAGE_MAX_STORM_STEPS`
+(:func:`models.retry.retry_storm`'s ``max_steps``): a storm that needs more stops and the page
+says so. The simulator keeps one wait per pass, so the event budget also bounds its memory (8
+bytes an event). Delays are limited to :data:`MIN_DELAY_S` … :data:`MAX_DELAY_S`.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from dashboard.figures import (
 )
 from dashboard.forms import parse_number
 from models.errors import ModelInputError
+from models.limits import RETRIES_PAGE_MAX_EVENTS, RETRIES_PAGE_MAX_STORM_STEPS
 from models.ratelimit import (
     CLIENT_GO_BASE_S,
     CLIENT_GO_BURST,
@@ -45,6 +56,7 @@ from models.ratelimit import (
 )
 from models.retry import (
     HealthyImpact,
+    StormBudgetExceeded,
     StormResult,
     healthy_impact,
     policy_variants,
@@ -57,6 +69,14 @@ MAX_KEYS = 5000
 """The page recomputes on every change; bigger storms belong in `queuelens retries`."""
 ATTEMPT_S = 0.05
 """Duration of one failing attempt (the CLI's default)."""
+MIN_DELAY_S = 1e-9
+"""Smallest base or maximum delay: client-go's delays are time.Duration, whole nanoseconds."""
+MAX_DELAY_S = 1e9
+"""Largest base or maximum delay (about 32 years; time.Duration ends at about 292 years)."""
+MAX_EVENTS = RETRIES_PAGE_MAX_EVENTS
+"""The simulations' event budget of one page computation (see the module docstring)."""
+MAX_STORM_STEPS = RETRIES_PAGE_MAX_STORM_STEPS
+"""The four storms' step budget of one page computation."""
 
 DEFAULTS: dict[str, Any] = {
     "keys": 1000, "outage_s": 60.0, "base_s": CLIENT_GO_BASE_S, "cap_s": CLIENT_GO_CAP_S,
@@ -113,6 +133,14 @@ def _whole(label: str, value: object, low: int, high: int) -> int:
     return int(number)
 
 
+def _delay(label: str, value: object) -> float:
+    number = parse_number(label, value, positive=True)
+    if not MIN_DELAY_S <= number <= MAX_DELAY_S:
+        raise ModelInputError(f"The {label} must be from {MIN_DELAY_S:g} s (one nanosecond) to "
+                              f"{MAX_DELAY_S:g} s, got {number:g} s.")
+    return number
+
+
 def parse_inputs(
     keys: object, outage: object, base: object, cap: object, jitter: object, bucket: object,
     qps: object, burst: object, dependency: object, horizon: object, healthy_rate: object,
@@ -126,8 +154,8 @@ def parse_inputs(
     return RetriesInputs(
         keys=_whole("number of failing keys", keys, 1, MAX_KEYS),
         outage_s=parse_number("outage length", outage, positive=True),
-        base_s=parse_number("base delay", base, positive=True),
-        cap_s=parse_number("maximum delay", cap, positive=True),
+        base_s=_delay("base delay", base),
+        cap_s=_delay("maximum delay", cap),
         jitter=str(jitter),
         bucket=bool(bucket),
         qps=parse_number("bucket rate (qps)", qps, positive=True),
@@ -140,18 +168,97 @@ def parse_inputs(
     )
 
 
+def expected_failures_per_key(policy: RetryPolicy, outage_s: float, pass_s: float) -> float:
+    """Estimated failures of one failing key in the healthy-key simulation: the key is added at
+    t = 0, and its n-th attempt (n = 0, 1, …) starts after n cycles of one pass (mean
+    ``pass_s``) and one retry delay, failing while it starts within the outage: the number of
+    n with Σ_{i<n} (pass_s + e_i) < outage, e_i the i-th delay expected.
+
+    e_i = min(cap, base·2^i) without jitter, half that with full jitter and ¾ with equal
+    jitter (the means of U(0, d) and d/2 + U(0, d/2)). Decorrelated jitter,
+    d' = min(cap, U(base, 3·d)), is a random walk in log d with drift E[log 3U] = log 3 − 1
+    ≈ 0.1 per failure that settles below the cap — by simulation of the chain, at a mean of
+    0.97 × cap for cap/base = 1.5 down to 0.30 × cap for cap/base = 1e9; so
+    e_i = max(base, min(0.25·cap, base·1.1^i)) here, shorter than its mean (more failures).
+    A global bucket only lengthens delays (MaxOf), and queueing behind other keys lengthens
+    cycles: an estimate from above, apart from chance. Once e_i stops changing, the rest of
+    the outage is divided by the constant cycle, so the loop runs at most 4,096 times."""
+    base, cap = policy.base_s, policy.cap_s
+    schedule = ItemExponential(base, cap)
+    factor = {"full": 0.5, "equal": 0.75}.get(policy.jitter, 1.0)
+    t, count, e = 0.0, 0.0, 0.0
+    for i in range(4096):
+        if policy.jitter == "decorrelated":
+            nxt = max(base, min(0.25 * cap, base * 1.1 ** min(i, 1000)))
+        else:
+            nxt = factor * schedule.unjittered(i)
+        if i > 0 and nxt == e:  # constant cycles from here on
+            break
+        e = nxt
+        if t >= outage_s:
+            return count
+        count += 1.0
+        t += pass_s + e
+    return count + max(0.0, math.ceil((outage_s - t) / (pass_s + e)))
+
+
+def simulation_events(inputs: RetriesInputs,
+                      variants: tuple[tuple[str, RetryPolicy], ...]) -> float:
+    """Estimated events of the healthy-key simulations (two per variant), T the outage (the
+    simulated duration): a run with the storm has λ·T raw arrivals, the N keys' first adds,
+    a completion per pass (λ·T + N + R) and a retry popping per retry R; the baseline run has
+    λ·T arrivals and λ·T completions. R = N · :func:`expected_failures_per_key` + 6 standard
+    deviations, but at most the passes c workers can complete in T: a Poisson count of mean
+    c·T/E[S] while all are busy, taken at its mean + 6 standard deviations, + c."""
+    lam_t = inputs.healthy_rate_per_s * inputs.outage_s
+    n = inputs.keys
+    passes = inputs.workers * inputs.outage_s / inputs.service_mean_s
+    most = passes + 6.0 * math.sqrt(passes) + inputs.workers
+    total = 0.0
+    for _, pol in variants:
+        expected = n * expected_failures_per_key(pol, inputs.outage_s, inputs.service_mean_s)
+        # + 6 standard deviations: a key's count of cycles of mean m and deviation σ ≤ m (an
+        # exponential pass, a uniform jitter) over T has variance about count·σ²/m² ≤ count
+        retries_n = min(expected + 6.0 * math.sqrt(expected), most)
+        total += (2 * lam_t + n + 2 * retries_n) + 2 * lam_t
+    return total
+
+
+def _over_budget(what: str) -> ModelInputError:
+    return ModelInputError(
+        f"{what} for one change. Use fewer keys, a shorter outage, a lower healthy key rate or "
+        "a longer base delay, or `queuelens retries` for bigger storms."
+    )
+
+
 def retries_view(inputs: RetriesInputs, *, seed: int = 0) -> RetriesView:
-    """Run the four variants through models.retry (the same calls as `queuelens retries`)."""
+    """Run the four variants through models.retry (the same calls as `queuelens retries`),
+    within the budgets :data:`MAX_EVENTS` and :data:`MAX_STORM_STEPS` (module docstring)."""
     if inputs.horizon_s <= inputs.outage_s:
         raise ModelInputError(f"The horizon ({format_number(inputs.horizon_s)} s) must be longer "
                               f"than the outage ({format_number(inputs.outage_s)} s).")
     policy = RetryPolicy(kind="exp", base_s=inputs.base_s, cap_s=inputs.cap_s,
                          jitter=inputs.jitter,  # type: ignore[arg-type]  # checked in parse
                          global_qps=inputs.qps, burst=inputs.burst)
+    pairs = policy_variants(policy)
+    sims = simulation_events(inputs, pairs)
+    if not sims <= MAX_EVENTS:
+        raise _over_budget(f"The healthy-key comparison would simulate about {sims:,.0f} events "
+                           f"(eight runs over the outage): more than the page's budget of "
+                           f"{MAX_EVENTS:,}")
+    left = MAX_STORM_STEPS
+    storms = []
+    for _, pol in pairs:
+        try:
+            storm = retry_storm(inputs.keys, pol, inputs.outage_s, attempt_s=ATTEMPT_S,
+                                horizon_s=inputs.horizon_s, seed=seed, max_steps=max(1, left))
+        except StormBudgetExceeded:
+            raise _over_budget(f"The four storms need more than the page's budget of "
+                               f"{MAX_STORM_STEPS:,} failures and retries") from None
+        left -= storm.attempts + storm.failed_attempts
+        storms.append(storm)
     variants = []
-    for name, pol in policy_variants(policy):
-        storm = retry_storm(inputs.keys, pol, inputs.outage_s, attempt_s=ATTEMPT_S,
-                            horizon_s=inputs.horizon_s, seed=seed)
+    for (name, pol), storm in zip(pairs, storms, strict=True):
         impact = healthy_impact(inputs.keys, pol, inputs.outage_s,
                                 healthy_rate_per_s=inputs.healthy_rate_per_s,
                                 workers=inputs.workers, service_mean_s=inputs.service_mean_s,
@@ -179,7 +286,8 @@ def figures_of(view: RetriesView) -> tuple[Any, Any, Any, Any]:
     schedule = ItemExponential(view.inputs.base_s, view.inputs.cap_s)
     n_max = failures_to_cap(view.inputs.base_s, view.inputs.cap_s) + 2
     top = max([n_max] + [int(v.storm.failures_per_key_median) + 1 for v in view.variants])
-    ns = list(range(top + 1))
+    # the schedule is flat (the cap) from n_max on: its end point is enough for the step line
+    ns = list(range(n_max + 1)) + ([top] if top > n_max else [])
     marks = [(v.name, int(v.storm.failures_per_key_median), v.storm.penalty_without_forget_s)
              for v in view.variants if v.storm.penalty_without_forget_s is not None]
     penalty = backoff_penalty_figure(
@@ -346,7 +454,10 @@ def layout(**_kwargs: object) -> html.Div:
                                 f"Failing attempts take {ATTEMPT_S:g} s; rates leave out the N "
                                 "first attempts at t = 0 (the same under every policy). Healthy "
                                 "waits are simulated over the outage with exponential "
-                                f"reconcile times. Up to {MAX_KEYS:,} keys here; use "
+                                f"reconcile times. Up to {MAX_KEYS:,} keys, "
+                                f"{MAX_STORM_STEPS:,} storm steps and {MAX_EVENTS:,} "
+                                "simulated events per change here (delays from "
+                                f"{MIN_DELAY_S:g} s to {MAX_DELAY_S:g} s); use "
                                 "`queuelens retries` for more.",
                                 className="ql-note",
                             ),

@@ -173,11 +173,14 @@ def parse_params(
         sig = parse_number("contention σ", sigma)
         kap = parse_number("coherency κ", kappa)
     slo_s = None if slo in (None, "") else parse_number("wait SLO", slo, positive=True)
-    if slo_quantile not in SLO_QUANTILES:
-        raise ModelInputError(f"Unknown SLO statistic {slo_quantile!r}.")
+    if not isinstance(slo_quantile, str) or slo_quantile not in SLO_QUANTILES:
+        raise ModelInputError(f"Unknown SLO statistic {str(slo_quantile)[:40]!r}.")
     if not (isinstance(workers, list | tuple) and len(workers) == 2):
         raise ModelInputError("Choose a worker range with the slider.")
-    lo, hi = (round(float(w)) for w in workers)
+    lo, hi = (round(parse_number("worker range", w, positive=True)) for w in workers)
+    if not WORKERS_MIN <= min(lo, hi) <= max(lo, hi) <= WORKERS_MAX:
+        raise ModelInputError(f"The worker range must lie within {WORKERS_MIN}–{WORKERS_MAX} "
+                              f"(the slider's), got {workers[0]!r}–{workers[1]!r}.")
     inputs = WhatIfInputs(
         arrival_rate_per_s=lam * a_mult, service_mean_s=s * s_mult, service_cv2=cs2,
         arrival_cv2=ca2, sigma=sig, kappa=kap, workers_min=max(1, min(lo, hi)),
@@ -610,7 +613,8 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Input("whatif-queue", "value"),
     )
     def _load(queue: str | None) -> tuple[Any, ...]:
-        return prefill(measured_inputs(ctx.source, queue, ctx.now(), ctx.settings))
+        with ctx.refresh_budget():
+            return prefill(measured_inputs(ctx.source, queue, ctx.now(), ctx.settings))
 
     @app.callback(
         Output("whatif-advice", "children"),
@@ -618,7 +622,8 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Input("whatif-queue", "value"),
     )
     def _advise(queue: str | None) -> tuple[Any, int | None]:
-        mark = advisor_mark(ctx.source, queue, ctx.now(), ctx.settings)
+        with ctx.refresh_budget():
+            mark = advisor_mark(ctx.source, queue, ctx.now(), ctx.settings)
         return render_advisor(mark), mark.workers
 
     @app.callback(

@@ -12,9 +12,11 @@ import time
 import pytest
 import requests
 
+from collectors.exporter import serve
 from dashboard.cli import main
 from dashboard.commands.exporter import SCENARIOS, parse_listen
 from models import fleet as fl
+from models.limits import EXPORTER_MAX_QUEUES
 
 
 def start(*args: str) -> subprocess.Popen[str]:
@@ -75,3 +77,31 @@ def test_listen_parsing_and_scenario_help() -> None:
     assert parse_listen("[::1]:9464") == ("::1", 9464)
     for p in fl.DEMO_QUEUES:
         assert f"{p.regime} ({p.controller})" in SCENARIOS
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--queues", "1000000000000"], "at most 10,000 queues"),  # issue 12: grew without bound
+    (["--queues", "10001"], "at most 10,000 queues"),
+    (["--seed", "-1"], "argument --seed"),
+])
+def test_the_fleet_size_and_seed_are_bounded(args: list[str], needle: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    start = time.monotonic()
+    try:
+        code = main(["exporter", "--listen", "127.0.0.1:0", *args])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    assert code == 2
+    assert time.monotonic() - start < 5
+    err = capsys.readouterr().err
+    assert needle in err
+    assert err.count("\n") == 1
+
+
+def test_serve_refuses_a_fleet_over_the_limit() -> None:
+    class Big:
+        def __len__(self) -> int:
+            return EXPORTER_MAX_QUEUES + 1
+
+    with pytest.raises(ValueError, match="at most 10,000 queues"):
+        serve(Big(), "127.0.0.1", 0)  # type: ignore[arg-type]

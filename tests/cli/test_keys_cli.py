@@ -44,3 +44,12 @@ def test_bad_trace_is_one_line_exit_2(argv: list[str], capsys: pytest.CaptureFix
     assert "Traceback" not in err
     if "--trace" in argv:
         assert "step 2" in err
+
+
+def test_a_trace_over_the_key_place_limit_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 12: 1,500 distinct adds keep 1,500·1,501 ≈ 2.25 million key places in the output
+    trace = "; ".join(f"add k{i}" for i in range(1500))
+    assert main(["lab", "keys", "--trace", trace, "--format", "json"]) == 2
+    err = capsys.readouterr().err
+    assert "more than 1,000,000 key places" in err
+    assert err.count("\n") == 1

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from dashboard.cli import main
+from models.limits import FLUID_MAX_STEPS
 from tests.support.cli import run_cli
 
 run = run_cli
@@ -119,3 +120,48 @@ def test_bad_input_subprocess() -> None:
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# --- issue 12: the page's limits, shared through models.limits ------------------------------
+
+def _main(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def test_a_long_clearing_time_picks_a_step_within_the_limit(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the page's DoS inputs: clears at t = 10,000,000 (before: 10,000,003 steps, refused)
+    assert _main(["lab", "fluid", "--arrival-rate", "0", "--service-rate", "1",
+                  "--backlog", "10000000", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["inputs"]["step_s"] == 1000.0  # 10,000,002 / 1,000 ≤ 10,000 < / 500
+    assert len(doc["points"]) <= FLUID_MAX_STEPS + 1
+    assert doc["points"][0] == {"t": 0.0, "backlog": 1e7}
+    assert {"t": 1e7, "backlog": 0.0} in doc["points"]
+    assert doc["clear_time_s"] == 1e7
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--until", str(FLUID_MAX_STEPS + 1), "--step", "1"], f"more than {FLUID_MAX_STEPS:,}"),
+    (["--until", "1e308", "--step", "5e-324"], f"more than {FLUID_MAX_STEPS:,}"),
+    (["--backlog", "1e10"], "at most 1e+09"),
+    (["--arrival-rate", "1e300"], "at most 1e+09"),
+    (["--arrival-rate", "0", "--service-rate", "1e-300", "--backlog", "1e9"], "give --until"),
+])
+def test_the_shared_limits_are_one_line_exit_2(argv: list[str], needle: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["lab", "fluid", "--arrival-rate", "2", "--service-rate", "3"]
+    assert _main([*base, *argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_tiny_until_is_one_point(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _main(["lab", "fluid", "--arrival-rate", "2", "--service-rate", "3",
+                  "--until", "5e-324", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["points"] == [{"t": 0.0, "backlog": 4.0}]

@@ -346,3 +346,28 @@ def test_simulate_emit_openmetrics_refuses_a_symlink(
     assert target.read_text() == "keep me\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.om", "elsewhere.txt",
                                                           "sim.om"]
+
+
+# --- issue 12: hostile numbers are one line, exit 2 ------------------------------------------
+
+@pytest.mark.parametrize(("flag", "value"), [
+    ("--seed", "-1"), ("--seed", str(2**64)), ("--seed", "1.5"),
+    ("--keys", str(2**62 + 1)), ("--workers", "9" * 400), ("--workers", str(2**64)),
+    ("--trace", str(10**20)), ("--trace", "-1"),
+    ("--dependency-qps", "1e308"), ("--global-qps", "1e13"), ("--burst", str(10**16)),
+])
+def test_out_of_range_whole_numbers_are_argument_errors(
+        flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_main([*BASE, *ONE, flag, value], capsys)
+    assert code == 2, err
+    assert f"argument {flag}" in err
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_the_largest_seed_and_key_count_run(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run_main(["simulate", "--arrival-rate", "5", "--keys", str(2**62),
+                               "--workers", "1", "--service-mean", "0.1", "--duration", "10",
+                               "--seed", str(2**64 - 1), "--format", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["raw_events"] > 0

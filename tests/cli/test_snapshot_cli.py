@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -178,3 +179,102 @@ def test_csv_keeps_the_numbers() -> None:
     header, first, *_ = proc.stdout.splitlines()
     row = dict(zip(header.split(","), first.split(","), strict=True))
     float(row["queue_wait_p95_s"])  # a number for machines, not the table's words
+
+
+# --- hostile queue names from Prometheus (issue 12 §13, §14) ------------------------------
+
+CLEAR = "\x1b[2J"
+HOSTILE_NAMES = ("=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tlead", "\rlead",
+                 f"clear{CLEAR}me", "title\x1b]0;pwned\x07", "csi\x9b31m", "del\x7f", "line\nbreak")
+
+
+class _HostileSource:
+    name = "hostile"
+
+    def snapshot(self, at: float, window_s: float) -> Any:
+        from collectors.types import QueueSnapshot, Snapshot
+
+        return Snapshot(at=at, window_s=window_s, source=self.name,
+                        queues=[QueueSnapshot(queue=n, arrival_rate_per_s=-0.5 if i == 0 else 1.0)
+                                for i, n in enumerate(HOSTILE_NAMES)],
+                        warnings=(f"queue clear{CLEAR}me has a scrape gap",))
+
+    def range(self, *_args: Any, **_kwargs: Any) -> Any:
+        raise AssertionError("snapshot reads no range")
+
+
+@pytest.fixture
+def hostile(monkeypatch: pytest.MonkeyPatch) -> None:
+    import collectors.connect
+
+    monkeypatch.setattr(collectors.connect, "source_from_args",
+                        lambda *_a, **_k: _HostileSource())
+
+
+def _control_chars(text: str) -> list[str]:
+    return [c for c in text if (ord(c) < 0x20 and c != "\n") or 0x7f <= ord(c) <= 0x9f]
+
+
+@pytest.mark.usefixtures("hostile")
+def test_csv_cells_that_start_a_formula_are_guarded(capsys: pytest.CaptureFixture[str]) -> None:
+    import csv
+    import io
+
+    assert main(["snapshot", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    names = [r["queue"] for r in rows]
+    assert names[:6] == ["'=HYPERLINK(\"http://x\")", "'+1", "'-2", "'@SUM(A1)", "'\tlead",
+                         "'\rlead"]
+    # not a terminal: the rest of the text is kept exactly (the guard adds, never drops)
+    assert names[6:] == list(HOSTILE_NAMES[6:])
+    assert rows[0]["arrival_rate_per_s"] == "-0.5"  # a number is not a formula
+
+
+@pytest.mark.usefixtures("hostile")
+def test_the_table_escapes_control_characters(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["snapshot"]) == 0
+    out = capsys.readouterr().out
+    assert _control_chars(out) == []
+    assert "clear\\x1b[2Jme" in out
+    assert "title\\x1b]0;pwned\\x07" in out
+    assert "csi\\x9b31m" in out
+    assert "del\\x7f" in out
+    assert "line\\nbreak" in out
+    assert "\\tlead" in out
+    assert "\\rlead" in out
+    # the warning in the footer too, on its own line
+    assert "warning: queue clear\\x1b[2Jme has a scrape gap" in out.splitlines()
+
+
+@pytest.mark.usefixtures("hostile")
+def test_json_escapes_every_control_character(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["snapshot", "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    assert _control_chars(out) == []
+    assert [q["queue"] for q in json.loads(out)["queues"]] == list(HOSTILE_NAMES)
+
+
+def test_an_error_naming_a_hostile_value_is_escaped(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import collectors.connect
+    from collectors.errors import PrometheusUnreachable
+
+    def refuse(*_a: Any, **_k: Any) -> Any:
+        raise PrometheusUnreachable(f"no such tenant {CLEAR}\nqueuelens: forged line")
+
+    monkeypatch.setattr(collectors.connect, "source_from_args", refuse)
+    assert main(["snapshot"]) == 3
+    err = capsys.readouterr().err
+    assert err == ("queuelens: error: no such tenant \\x1b[2J\\nqueuelens: forged line\n")
+
+
+def test_a_header_with_a_line_break_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """The CLI outcome of a CR/LF in --prometheus-header: exit 2, one line naming the flag —
+    not "Prometheus could not be queried" (exit 3)."""
+    code = main(["snapshot", "--prometheus", "http://127.0.0.1:1", "--timeout", "2s",
+                 "--prometheus-header", "X-Scope-OrgID=a\r\nInjected: 1"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1
+    assert "--prometheus-header" in err

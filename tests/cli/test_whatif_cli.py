@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,61 @@ def test_bad_input_subprocess() -> None:
     assert proc.stderr.strip().count("\n") == 0
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+# --- issue 12: finite keys in memory that does not grow with K ---------------------------------
+
+def _main(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def test_ten_million_keys_and_a_hundred_worker_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 12: 102 s and 22.3 GB as (worker counts × K) float64 arrays
+    tracemalloc.start()
+    try:
+        code = _main(["whatif", "--arrival-rate", "100", "--service-mean", "1", "--keys",
+                      "10000000", "--workers", "1-100", "--slo", "1", "--format", "json"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["workers"] for r in rows] == list(range(1, 101))
+    assert peak < 100 * 2**20
+    # c workers of rate 1 saturate below λ = 100: the throughput is c (the workers' capacity)
+    assert rows[9]["throughput_per_s"] == pytest.approx(10.0, rel=1e-6)
+
+
+def test_a_sweep_over_the_finite_key_limit_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _main(["whatif", "--arrival-rate", "100", "--service-mean", "1", "--keys",
+                  "10000000", "--workers", "1-101"]) == 2
+    err = capsys.readouterr().err
+    assert "at most 100 worker counts" in err
+    assert err.count("\n") == 1
+    assert _main(["whatif", "--arrival-rate", "1", "--service-mean", "1", "--keys",
+                  "10000001"]) == 2
+    assert "at most 10,000,000 keys" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [
+    ["whatif", "--queue", "deployment", "--demo", "--keys", "10000000"],
+    ["advise", "--demo", "--queue", "deployment", "--keys", "10000000"],
+])
+def test_measured_sizing_with_ten_million_keys(argv: list[str],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 12: `advise --queue X --keys 1e7` was a MemoryError traceback
+    assert _main(argv) == 0
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    assert "deployment" in out.out
+
+
+def test_a_time_past_the_demo_data_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # a unix time past the year 9999 is refused by the flag itself, for every source
+    assert _main(["whatif", "--queue", "deployment", "--demo", "--at", "1e20"]) == 2
+    err = capsys.readouterr().err
+    assert "unix seconds from 0 to 253402300799, the year 9999" in err
+    assert err.count("\n") == 1

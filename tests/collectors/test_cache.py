@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from collectors.cache import CachedSource
-from collectors.errors import BadQuery, PrometheusUnreachable
+from collectors.errors import BadQuery, PrometheusTimeout, PrometheusUnreachable
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 
 
@@ -206,3 +206,76 @@ def test_fast_source_keeps_the_plain_ttl() -> None:
     cache.snapshot(1000.0, 300)
     cache.snapshot(1005.0, 300)  # a new slot: 4 × 0.05 s is far below the ttl
     assert len(src.calls) == 2
+
+
+# --- issue 12: waiting with a deadline -------------------------------------------------------
+
+
+def _blocked_fetch(cache: CachedSource, src: CountingSource) -> threading.Thread:
+    """Start an owner fetch that blocks on ``src.gate`` until the test releases it."""
+    src.gate = threading.Event()
+    owner = threading.Thread(target=lambda: cache.snapshot(2000.0, 300), daemon=True)
+    owner.start()
+    deadline = time.monotonic() + 5
+    while not src.calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert src.calls
+    return owner
+
+
+def test_a_waiter_gives_up_at_its_own_deadline_not_at_the_fetch() -> None:
+    src = CountingSource()
+    cache = CachedSource(src, ttl_s=30)
+    owner = _blocked_fetch(cache, src)
+    t0 = time.monotonic()
+    with cache.deadline(0.3), pytest.raises(PrometheusTimeout) as info:
+        cache.snapshot(2000.0, 300)
+    assert time.monotonic() - t0 < 2.0
+    assert "0.3 s budget of this page refresh" in str(info.value)
+    assert len(src.calls) == 1  # it waited for the fetch in flight, it did not start its own
+    src.gate.set()  # type: ignore[union-attr]
+    owner.join(5)
+
+
+def test_a_waiter_without_a_deadline_waits_at_most_max_wait_s_and_gets_the_last_good() -> None:
+    src, clock = CountingSource(), Clock()
+    cache = CachedSource(src, ttl_s=1, max_wait_s=0.3, monotonic=clock)
+    cache.snapshot(1000.0, 300)
+    clock.now += 2
+    owner = _blocked_fetch(cache, src)
+    t0 = time.monotonic()
+    stale = cache.snapshot(2000.0, 300)
+    assert time.monotonic() - t0 < 2.0
+    assert stale.at == 1000.0
+    assert any("stale data" in w and "in progress" in w for w in stale.warnings)
+    src.gate.set()  # type: ignore[union-attr]
+    owner.join(5)
+    assert cache.health().ok  # a waiter's impatience is not a source failure
+
+
+def test_a_read_after_the_budget_is_spent_is_not_sent() -> None:
+    src = CountingSource()
+    cache = CachedSource(src, ttl_s=30)
+    good = cache.range(0, 600, 60)
+    with cache.deadline(0.05):
+        time.sleep(0.1)
+        stale = cache.range(600, 1200, 60)
+        with pytest.raises(PrometheusTimeout, match="was spent before"):
+            cache.snapshot(1000.0, 300)
+    assert len(src.calls) == 1
+    assert stale.start == good.start
+    assert any("budget" in w for w in stale.warnings)
+
+
+def test_the_page_budget_defaults_to_the_source_timeout() -> None:
+    class Timed(CountingSource):
+        timeout_s = 7.0
+
+    with CachedSource(Timed()).deadline() as d:
+        assert d is not None
+        assert d.budget_s == 7.0
+    assert CachedSource(Timed()).max_wait_s == 7.0
+    with CachedSource(CountingSource()).deadline() as none:  # the demo states no timeout
+        assert none is None
+    with pytest.raises(ValueError, match="max_wait_s"):
+        CachedSource(CountingSource(), max_wait_s=0)

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 
-from collectors.config import connection_settings, load_config, parse_config
+from collectors.config import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    ConnectionSettings,
+    connection_settings,
+    load_config,
+    parse_config,
+    parse_headers,
+    parse_size,
+    split_url,
+    strip_credentials,
+)
 from collectors.errors import ConfigError
 from collectors.profile import (
     Matcher,
@@ -18,6 +29,7 @@ from collectors.profile import (
     parse_selector,
     regex_literal,
 )
+from collectors.prom_client import PrometheusClient
 
 
 @pytest.mark.parametrize("value", ['a"b', "a\\b", 'x"} or up{a="', "new\nline", "ünï😀", ""])
@@ -184,3 +196,161 @@ def test_token_and_basic_auth_together_is_an_error() -> None:
 def test_missing_ca_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="CA bundle"):
         connection_settings(None, url="https://x:1", ca_file=str(tmp_path / "ca.pem"), env={})
+
+
+# --- issue 12: hostile URLs, headers and sizes ------------------------------------------------
+
+SECRET = "Zq9Secr"
+
+
+@pytest.mark.parametrize("url", [
+    f"http://alice:{SECRET}#t@127.0.0.1:9",
+    f"http://alice:{SECRET}?t@127.0.0.1:9",
+    f"http://alice:{SECRET}/t@127.0.0.1:9",
+    f"http://alice:{SECRET}/t#u?v@127.0.0.1:9/prometheus",
+    f"https://alice:{SECRET}#t@[::1]:9",
+    f"http://alice:{SECRET}[t@127.0.0.1:9",
+    f"http://alice:{SECRET}@[::1",
+    f"ftp://alice:{SECRET}@127.0.0.1:9",
+    f"http://alice:{SECRET}@127.0.0.1:port",
+    f"http://alice:{SECRET}@127.0.0.1:9/?q=1",
+])
+def test_a_password_never_reaches_a_message(url: str) -> None:
+    """Every error a URL with credentials can raise, over every path it is read by: the
+    password (and the user) are in none of the messages."""
+    messages: list[str] = []
+    for fn in (lambda: split_url(url), lambda: connection_settings(None, url=url, env={}),
+               lambda: connection_settings(None, env={"QUEUELENS_PROMETHEUS_URL": url}),
+               lambda: parse_config(f"prometheus: {{url: '{url}'}}", origin="q.yaml")):
+        with pytest.raises(ConfigError) as info:
+            fn()
+        messages.append(str(info.value))
+    messages.append(strip_credentials(url))
+    for message in messages:
+        assert SECRET not in message
+        assert "alice" not in message
+
+
+def test_a_percent_encoded_password_still_works_and_stays_out_of_messages() -> None:
+    s = connection_settings(None, url=f"http://alice:{SECRET}%23%3F%2F@127.0.0.1:9", env={})
+    assert s is not None
+    assert s.password == f"{SECRET}#?/"
+    assert s.url == "http://127.0.0.1:9"
+    assert SECRET not in repr(s)
+
+
+def test_strip_credentials_keeps_everything_after_the_last_at() -> None:
+    assert strip_credentials("http://u:p#ss@host:9090/x?y#z") == "http://host:9090/x"
+    assert strip_credentials("http://u:p@ss@host") == "http://host"
+    assert strip_credentials("u:pw@host:1") == "host:1"
+    assert strip_credentials("http://host:9090/prom") == "http://host:9090/prom"
+
+
+def test_an_invalid_ipv6_url_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="not a valid URL"):
+        split_url("http://[::1")
+
+
+@pytest.mark.parametrize("url", ["", "   "])
+def test_an_empty_prometheus_url_is_an_error_not_the_demo(url: str) -> None:
+    with pytest.raises(ConfigError, match="empty"):
+        connection_settings(None, url=url, env={})
+    # An empty environment variable is "unset", as shells export them.
+    assert connection_settings(None, env={"QUEUELENS_PROMETHEUS_URL": ""}) is None
+
+
+@pytest.mark.parametrize("argv", [
+    ["--prometheus", ""], ["--prometheus", "http://[::1"],
+    ["--prometheus", f"http://u:{SECRET}#x@127.0.0.1:9"],
+    ["--prometheus", "http://127.0.0.1:9",
+     "--prometheus-header", f"X-Scope-OrgID={SECRET}\r\nX: 1"],
+    ["--prometheus", "http://127.0.0.1:9", "--prometheus-header", f"X-Scope-OrgID={SECRET}é😀"],
+])
+def test_bad_connection_input_on_the_command_line_exits_2_with_one_line(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from dashboard.cli import main
+
+    assert main(["snapshot", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1
+    assert "Traceback" not in captured.err
+    assert SECRET not in captured.err
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ("a\r\nX-Injected: 1", "line break"), ("a\nb", "line break"), ("tenänt😀", "Latin-1"),
+    ("a\x00b", "control character"),
+])
+def test_bad_header_values_name_the_header_and_the_cause(value: str, problem: str) -> None:
+    for fn in (
+        lambda: parse_headers(f"X-Scope-OrgID={value}", "--prometheus-header"),
+        lambda: connection_settings(None, url="http://x:1", env={
+            "QUEUELENS_PROMETHEUS_HEADERS": f"X-Scope-OrgID={value}"}),
+        lambda: parse_config("prometheus: {headers: {X-Scope-OrgID: " + json.dumps(value) + "}}",
+                             origin="q.yaml"),
+        lambda: connection_settings(None, url="http://x:1", headers={"X-Scope-OrgID": value},
+                                    env={}),
+        lambda: PrometheusClient(ConnectionSettings(url="http://x:1",
+                                                    headers={"X-Scope-OrgID": value})),
+    ):
+        with pytest.raises(ConfigError) as info:
+            fn()
+        message = str(info.value)
+        assert problem in message, message
+        assert "'X-Scope-OrgID'" in message
+        assert value.strip() not in message  # the value may be a secret
+
+
+def test_a_bearer_token_with_a_line_break_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="bearer token") as info:
+        connection_settings(None, url="http://x:1",
+                            env={"QUEUELENS_PROMETHEUS_TOKEN": "abc\ndef"})
+    assert "abc" not in str(info.value)
+
+
+def test_max_response_bytes_default_config_env_and_caps() -> None:
+    s = connection_settings(None, url="http://x:1", env={})
+    assert s is not None
+    assert s.max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES == 64 * 2**20
+    cfg = parse_config("prometheus: {url: 'http://x:1', max_response_bytes: 200MB}")
+    assert connection_settings(cfg, env={}).max_response_bytes == 200_000_000  # type: ignore[union-attr]
+    env = {"QUEUELENS_PROMETHEUS_MAX_RESPONSE_BYTES": "1GiB"}
+    assert connection_settings(cfg, env=env).max_response_bytes == 2**30  # type: ignore[union-attr]
+    assert parse_size(4096, "x") == 4096
+    assert parse_size("64 MiB", "x") == 64 * 2**20
+    for bad in ("0", "100", "17GiB", "lots", True, -5, "9" * 100):
+        with pytest.raises(ConfigError):
+            parse_size(bad, "prometheus.max_response_bytes")
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("prometheus: {parallelism: 10000}", "parallelism"),
+    ("prometheus: {retries: 1000}", "retries"),
+    ("prometheus: {timeout: 400d}", "at most 1d"),
+    ("prometheus: {max_response_bytes: 1}", "max_response_bytes"),
+])
+def test_connection_sizes_are_capped(text: str, fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        parse_config(text, origin="q.yaml")
+
+
+def test_a_selector_on_the_queue_label_reaches_each_family_by_its_own_label() -> None:
+    """``{name="x"}`` applies to workqueue_* as name, to controller_runtime_* (no name label)
+    as controller, and not to rest_client_* (per process: the topology join picks the
+    processes); other matchers go everywhere."""
+    p = Profile(selector=parse_selector('{name="endpoints", namespace="ns"}'))
+    by = {sq.signal: sq.promql for sq in p.queries(300)}
+    assert 'workqueue_adds_total{name="endpoints", namespace="ns"}' in by["arrival_rate_per_s"]
+    for signal in ("workers", "errors_per_s", "reconcile_results_per_s"):
+        assert 'controller="endpoints"' in by[signal], signal
+        assert "name=" not in by[signal], signal
+    assert 'controller_runtime_active_workers{controller="endpoints", namespace="ns"}' in \
+        by["depth_while_idle"]
+    for signal in ("api_calls", "throttle_s_per_s"):
+        assert "endpoints" not in by[signal]
+        assert 'namespace="ns"' in by[signal]
+    assert 'name="endpoints"' in p.scrape_samples_query()
+    assert 'name="endpoints"' in p.topology_query(300)
+    c = Profile(selector=parse_selector('{controller=~"end.*"}'))
+    assert 'name=~"end.*"' in {sq.signal: sq.promql for sq in c.queries(300)}["throughput_per_s"]

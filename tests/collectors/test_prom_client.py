@@ -292,3 +292,87 @@ def test_plan_range_rejects_bad_input() -> None:
         plan_range(10, 5, 1)
     with pytest.raises(ValueError, match="step"):
         plan_range(0, 5, 0)
+
+
+# --- issue 12 ---------------------------------------------------------------------------------
+
+
+def test_basic_auth_with_non_latin1_characters_is_sent_as_utf8(
+        scripted: tuple[type[_Scripted], str]) -> None:
+    """requests encodes a str password as Latin-1 and fails at send time on anything else
+    (which read as "not the Prometheus HTTP API"); RFC 7617's charset is UTF-8."""
+    import base64
+
+    handler, _ = scripted
+    seen: list[str] = []
+
+    class Capture(handler):  # type: ignore[misc, valid-type]
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization", ""))
+            super().do_GET()
+
+    handler.script = [(200, OK_EMPTY, {})]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Capture)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        PrometheusClient(ConnectionSettings(url=url, username="bob",
+                                            password="pässwörd😀")).query("up", AT)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == ["Basic " + base64.b64encode("bob:pässwörd😀".encode()).decode()]
+
+
+def test_a_redirect_loop_is_a_sentence(scripted: tuple[type[_Scripted], str]) -> None:
+    handler, url = scripted
+    handler.script = [(302, "", {"Location": "/api/v1/query"})]
+    with pytest.raises(PrometheusServerError, match="redirected more than 5 times"):
+        PrometheusClient(ConnectionSettings(url=url)).query("up", AT)
+    assert len(handler.hits) == 6
+
+
+def test_warnings_are_capped(scripted: tuple[type[_Scripted], str]) -> None:
+    handler, url = scripted
+    body = {"status": "success", "warnings": [f"w{i}" for i in range(500)],
+            "data": {"resultType": "vector", "result": []}}
+    handler.script = [(200, json.dumps(body), {})]
+    res = PrometheusClient(ConnectionSettings(url=url)).query("x", AT)
+    assert len(res.warnings) == 21
+    assert "480 more warning(s)" in res.warnings[-1]
+
+
+def test_retries_stay_within_the_one_query_deadline(scripted: tuple[type[_Scripted], str]
+                                                    ) -> None:
+    handler, url = scripted
+    handler.script = [(503, '{"status":"error","errorType":"unavailable","error":"busy"}',
+                       {"Retry-After": "0.4"})]
+    client = PrometheusClient(ConnectionSettings(url=url, timeout_s=1.0, retries=10,
+                                                 backoff_max_s=0.4))
+    t0 = time.monotonic()
+    with pytest.raises(PrometheusServerError, match="HTTP 503"):
+        client.query("up", AT)
+    assert time.monotonic() - t0 < 1.0 + 0.5
+    assert 2 <= len(handler.hits) <= 3
+
+
+def test_a_late_watchdog_never_shuts_a_connection_back_in_the_pool(
+        scripted: tuple[type[_Scripted], str]) -> None:
+    """A query whose answer completed just at its deadline: its connection is already back in
+    the pool (and may be another query's next), so the watchdog's late fire leaves it alone."""
+    from collectors.prom_client import Deadline, _Watch, _WatchedHTTPPool
+
+    handler, url = scripted
+    handler.script = [(200, OK_EMPTY, {})]
+    pool = _WatchedHTTPPool("127.0.0.1", int(url.rsplit(":", 1)[1]))
+    conn = pool._get_conn()
+    conn.connect()
+    watch = _Watch(Deadline.after(60.0), None)
+    watch.attach(conn)
+    pool._put_conn(conn)
+    watch.fire()
+    assert conn.sock is not None
+    assert conn.sock.fileno() != -1
+    conn.sock.sendall(b"GET /api/v1/query?query=up HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert conn.sock.recv(12) == b"HTTP/1.0 200"
+    pool.close()

@@ -291,3 +291,31 @@ def test_no_value_is_nan_or_inf(snap_at: Snapshot) -> None:
                 assert math.isfinite(value), (q.queue, name)
             if value is None:
                 assert name in q.missing, (q.queue, name)
+
+
+def test_a_selector_on_the_queue_name_keeps_workers_errors_api_and_the_gap_check(
+    backfilled_prometheus: PrometheusProcess,
+) -> None:
+    """``--selector '{name="endpoints"}'``: controller_runtime_* series have no ``name`` and
+    rest_client_* no queue label at all, so the selector reaches them by their own labels; the
+    worker count, errors, results and API calls stay, and the scrape gap is still caught."""
+    url = backfilled_prometheus.url
+    full = _q(_source(url).snapshot(AT, WINDOW_S), "endpoints")
+    src = _source(url, Profile(selector=(Matcher("name", "=", "endpoints"),)))
+    snap = src.snapshot(AT, WINDOW_S)
+    assert [q.queue for q in snap.queues] == ["endpoints"]
+    one = snap.queues[0]
+    for name in ("arrival_rate_per_s", "workers", "utilization", "errors_per_s",
+                 "api_calls_per_s", "depth_while_idle"):
+        assert getattr(one, name) is not None, (name, one.missing.get(name))
+        assert getattr(one, name) == pytest.approx(getattr(full, name)), name
+    assert one.reconcile_results_per_s == pytest.approx(full.reconcile_results_per_s)
+    gap = src.snapshot(AT_GAP, WINDOW_S).queues[0]
+    assert gap.arrival_rate_per_s is None
+    assert "scrape gap" in gap.missing["arrival_rate_per_s"]
+    assert gap.workers == pytest.approx(full.workers)
+    data = src.range(START + 5000, START + 6200, 60)
+    workers = data.matrix("workers")[data.index("endpoints")]
+    arrivals = data.matrix("arrival_rate_per_s")[data.index("endpoints")]
+    assert math.isfinite(workers[0])
+    assert not all(math.isfinite(v) for v in arrivals)  # the points inside the gap are dropped

@@ -45,7 +45,11 @@ def test_health_reports_ok_and_the_source() -> None:
     client = create_app(_NamedSource("demo"), refresh_s=15).test_client()
     response = client.get("/health")
     assert response.status_code == 200
-    assert response.get_json() == {"status": "ok", "source": "demo"}
+    # nothing has been read through the app's cache yet (the source state: see
+    # tests/dashboard/test_server_limits.py)
+    assert response.get_json() == {"status": "ok", "source": "demo", "source_state": "unknown",
+                                   "last_error": None, "stale_since": None,
+                                   "last_success_at": None}
 
 
 def test_pages_are_registered_at_their_paths() -> None:
@@ -72,15 +76,20 @@ def test_debug_stays_off_even_with_dash_debug_env(monkeypatch: pytest.MonkeyPatc
     assert server.debug is False
     assert app._dev_tools.ui is False
     assert app._dev_tools.hot_reload is False
+    # a callback that fails on the server (the pages' own callbacks answer forged input with
+    # a sentence now, so the test brings its own): bare 500, no traceback
+    from dash import Input, Output
+
+    @app.callback(Output("nav-source", "title"), Input("refresh-interval", "disabled"))
+    def _fails(_disabled: object) -> str:
+        raise RuntimeError("secret=hunter2")
+
     client = server.test_client()
     client.get("/")  # first request sets up the callbacks
-    # a callback fed nonsense state fails on the server: bare 500, no traceback
     body = {
-        **_LAB_RENDER_OUTPUTS,
-        "inputs": [{"id": "lab-state", "property": "data", "value": {"t": "secret=hunter2"}},
-                   {"id": "lab-arrival-rate", "property": "value", "value": 4},
-                   {"id": "lab-service-rate", "property": "value", "value": 3}],
-        "changedPropIds": ["lab-state.data"],
+        "output": "nav-source.title", "outputs": {"id": "nav-source", "property": "title"},
+        "inputs": [{"id": "refresh-interval", "property": "disabled", "value": False}],
+        "changedPropIds": ["refresh-interval.disabled"],
         "state": [],
     }
     response = client.post("/_dash-update-component", data=json.dumps(body),

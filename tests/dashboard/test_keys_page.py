@@ -6,13 +6,16 @@ queued twice; a key re-added while processing is queued again only at done.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
 from dashboard import figures
 from dashboard.pages import keys
+from models.errors import ModelInputError
 from models.keyqueue import EXAMPLES
+from models.limits import KEY_TRACE_MAX_STEPS
 
 SPEC = keys.SPEC_TRACE
 
@@ -277,3 +280,99 @@ def test_both_pages_are_served_and_linked_from_the_nav() -> None:
     links = {c["props"]["id"]: c["props"]["href"] for c in nav if c["type"] == "Link"}
     assert links["nav-keys"] == "/keys"
     assert links["nav-retries"] == "/retries"
+
+
+# --- issue 12: the store is checked and capped, rendering is linear ---------------------------
+
+def _step(index: int, queue: list[Any], **changes: Any) -> dict[str, Any]:
+    row = {"index": index, "op": "add", "time_s": 0.0, "queue": queue, "dirty": [],
+           "processing": [], "delayed": [], "failures": [], "shutting_down": False,
+           "note": "n"}
+    row.update(changes)
+    return row
+
+
+def _store(steps: list[dict[str, Any]], **changes: Any) -> dict[str, Any]:
+    state = {"trace": "add A", "example": None, "position": len(steps), "error": "",
+             "steps": steps}
+    state.update(changes)
+    return state
+
+
+def test_many_distinct_keys_render_in_linear_time() -> None:
+    # 40,000 distinct keys within the limit: before, `key not in keys` over a list made the
+    # key order quadratic (a 770 KB store took 38 s of CPU)
+    store = _store([_step(1, [f"k{i}" for i in range(40_000)])])
+    start = time.process_time()
+    _, _, where, fig, _, _, error = keys.keys_render(store)
+    assert time.process_time() - start < 5.0
+    assert error == ""
+    assert where == "step 1 of 1: add"
+    assert len(fig["layout"]["yaxis"]["categoryarray"]) == 40_000
+
+
+FORGED_STORES: list[Any] = [
+    [], "store", 3, {"steps": []},
+    _store([_step(1, [f"k{i}" for i in range(keys.MAX_CELLS + 1)])]),       # over the places
+    _store([_step(i + 1, ["A"]) for i in range(KEY_TRACE_MAX_STEPS + 1)]),  # over the steps
+    _store([_step(1, ["A" * 6000])]),                                        # a huge key
+    _store([_step(1, ["A"])], error="e" * 20_001),                           # a huge error
+    _store([_step(1, ["A"])], position=2),
+    _store([_step(1, ["A"])], position=-1),
+    _store([_step(1, ["A"])], position=True),
+    _store([_step(1, ["A"])], position="1"),
+    _store([_step(2, ["A"])]),                                                # misnumbered
+    _store([_step(1, "A")]),
+    _store([_step(1, [1])]),
+    _store([_step(1, [None])]),
+    _store([_step(1, [], delayed=[["A"]])]),
+    _store([_step(1, [], delayed=[["A", float("inf")]])]),
+    _store([_step(1, [], failures=[["A", 1.5]])]),
+    _store([_step(1, [], failures=[["A", -1]])]),
+    _store([_step(1, ["A"], time_s=float("nan"))]),
+    _store([_step(1, ["A"], time_s=10**400)]),                               # overflows float()
+    _store([_step(1, [], delayed=[["A", 10**400]])]),
+    _store([_step(1, [], failures=[["A", -(10**400)]])]),
+    _store([_step(1, ["A"], shutting_down="no")]),
+    _store([_step(1, ["A"])], trace=["add A"]),
+    _store([_step(1, ["A"])], example=7),
+    {**_store([]), "steps": "[]"},
+    _store([["A"]]),
+]
+
+
+@pytest.mark.parametrize("store", FORGED_STORES, ids=range(len(FORGED_STORES)))
+def test_a_forged_store_is_a_sentence(store: Any) -> None:
+    _, note, where, _, _, lesson, error = keys.keys_render(store)
+    assert error.startswith("The page's saved trace is not valid: ")
+    assert error.endswith("Press Reset.")
+    assert (note, where, lesson) == ("", "no trace loaded", "")
+    text, name, new, playing = keys.keys_control("keys-step", SPEC, None, store, True)
+    assert (text, name, playing) == (SPEC, None, False)
+    assert new["steps"] == keys.load_trace(SPEC)["steps"]
+    assert new["error"].endswith("The trace was run again from the text.")
+
+
+def test_a_store_over_the_character_budget_is_refused_while_it_is_read() -> None:
+    long_note = "n" * (4 * keys.MAX_TRACE_CHARS)
+    rows = [_step(i + 1, [], note=long_note) for i in range(200)]  # 4 million characters
+    with pytest.raises(ModelInputError, match="more than 4,000,000 characters"):
+        keys.validate_store(_store(rows))
+    assert keys.validate_store(_store(rows[:100]))["position"] == 100
+
+
+def test_a_trace_over_the_pages_key_places_says_so() -> None:
+    state = keys.load_trace("; ".join(f"add k{i}" for i in range(300)))
+    assert state["steps"] == []
+    assert "more than 50,000 key places" in state["error"]
+    assert "`queuelens lab keys` takes more" in state["error"]
+    overlong = keys.load_trace("add A; " * 1000)
+    assert overlong["trace"] == ""  # the store keeps only what the page can run
+    assert keys.validate_store(overlong) is overlong
+
+
+def test_the_stores_the_page_builds_pass_its_check() -> None:
+    for ex in EXAMPLES:
+        state = keys.load_trace(ex.trace, ex.name)
+        for position in range(len(state["steps"]) + 1):
+            assert keys.validate_store(_at(state, position))["position"] == position

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dash
+import numpy as np
 import pytest
 
 from dashboard.pages import lab
 from models.errors import ModelInputError
+from models.limits import FLUID_MAX_STEPS
 
 
 def _run(state: lab.LabState, trigger: str, lam: float, mu: float, q0: float = 4,
@@ -173,3 +176,108 @@ def test_layout_has_the_stable_ids() -> None:
                        "lab-prediction", "lab-interval"):
         assert f"id='{element_id}'" in text, element_id
     assert "no dirty set, no Done, no Forget, no jitter" in text
+
+
+# --- issue 12: bounded work whatever the numbers or the store -----------------------------------
+
+def _points(fig: object) -> int:
+    return sum(len(trace["x"]) for trace in fig["data"])  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("lam", "mu", "q0", "sentence"), [
+    (0, 1, 100_000, "clears at t = 100000"),            # 125,000 prediction points before
+    (0, 1, 10_000_000, "clears at t = 10000000"),       # 12.5 million (52 s, 1.76 GB) before
+    (2.999999, 3, 4, "clears at t = 3999999.999"),      # 5 million (33 s) before
+    (0, 1e-300, 1e9, "clears, but only after"),         # q0 / (μ − λ) overflows to inf
+])
+def test_a_long_prediction_is_drawn_with_at_most_the_limit_of_points(
+        lam: float, mu: float, q0: float, sentence: str) -> None:
+    state, _, error = _run(lab.reset_state(4, 3, 4), "lab-reset", lam, mu, q0)
+    assert error == ""
+    fig, _, _, text, _ = lab.lab_render(state, lam, mu)
+    assert text.startswith(sentence)
+    predicted, steps = fig["data"]
+    assert len(predicted["x"]) <= FLUID_MAX_STEPS + 2
+    assert list(steps["y"]) == [q0]
+    # the drawn points lie on q(t) = max(0, q0 + (λ − μ)·t), the line's ends included
+    t, q = np.asarray(predicted["x"]), np.asarray(predicted["y"])
+    np.testing.assert_allclose(q, np.maximum(0.0, q0 + (lam - mu) * t), rtol=1e-12, atol=1e-6)
+
+
+def test_the_clock_stops_at_the_shared_limit_with_a_sentence() -> None:
+    state = {**lab.reset_state(4, 3, 4), "t": FLUID_MAX_STEPS, "origin_t": 0}
+    new, playing, error = _run(state, "lab-step", 4, 3)
+    assert new["t"] == FLUID_MAX_STEPS
+    assert not playing
+    assert f"t = {FLUID_MAX_STEPS:,}" in error
+    assert "Reset" in error
+
+
+def test_numbers_above_the_lab_limit_are_a_sentence() -> None:
+    state = lab.reset_state(4, 3, 4)
+    new, _, error = lab.lab_control("lab-reset", 4, 3, 1e10, state, False)
+    assert new is state
+    assert error == "The initial backlog q0 must be at most 1e+09 (the lab's limit), got 1e+10."
+    assert "at most 1e+09" in lab.lab_render(state, 1e300, 3)[3]
+
+
+FORGED: list[object] = [
+    None, [], "state", 7, {},
+    {**lab.reset_state(4, 3, 4), "t": 1e300},                     # the client's own t
+    {**lab.reset_state(4, 3, 4), "t": 10**400},                    # a 400-digit JSON integer
+    {**lab.reset_state(4, 3, 4), "t": -1},
+    {**lab.reset_state(4, 3, 4), "t": 2.5},
+    {**lab.reset_state(4, 3, 4), "t": True},
+    {**lab.reset_state(4, 3, 4), "backlog": float("nan")},
+    {**lab.reset_state(4, 3, 4), "backlog": "4"},
+    {**lab.reset_state(4, 3, 4), "arrival_rate": 1e300},
+    {**lab.reset_state(4, 3, 4), "service_rate": -3},
+    {**lab.reset_state(4, 3, 4), "origin_t": 5},                   # after t
+    {**lab.reset_state(4, 3, 4), "history": []},
+    {**lab.reset_state(4, 3, 4), "history": [[0, 4.0]] * (FLUID_MAX_STEPS + 2)},
+    {**lab.reset_state(4, 3, 4), "history": [[0, 4.0, 1]]},
+    {**lab.reset_state(4, 3, 4), "history": [[1e300, 4.0]]},
+    {**lab.reset_state(4, 3, 4), "history": "[[0, 4]]"},
+    {k: v for k, v in lab.reset_state(4, 3, 4).items() if k != "history"},
+]
+
+
+@pytest.mark.parametrize("forged", FORGED[5:], ids=range(len(FORGED) - 5))
+def test_a_forged_store_is_a_sentence_in_render(forged: object) -> None:
+    fig, t, q, sentence, _ = lab.lab_render(forged, 4, 3)  # type: ignore[arg-type]
+    assert fig is dash.no_update
+    assert (t, q) == ("—", "—")
+    assert sentence.startswith("The lab's saved state is not valid: ")
+    assert sentence.endswith("Press Reset.")
+
+
+@pytest.mark.parametrize("forged", FORGED[:5] + FORGED[5:], ids=range(len(FORGED)))
+@pytest.mark.parametrize("trigger", ["lab-step", "lab-interval", "lab-play"])
+def test_a_forged_store_is_reset_by_control(forged: object, trigger: str) -> None:
+    new, playing, error = lab.lab_control(trigger, 4, 3, 4, forged, True)  # type: ignore[arg-type]
+    if forged is None:  # no store yet: the first callback resets
+        assert error == ""
+    else:
+        assert error.startswith("The lab's saved state is not valid: ")
+        assert error.endswith("The lab was reset.")
+    assert new == lab.reset_state(4, 3, 4)
+    assert not playing
+
+
+def test_a_full_valid_store_is_read_in_linear_time() -> None:
+    state = lab.reset_state(4, 3, 4)
+    state = {**state, "t": FLUID_MAX_STEPS,
+             "history": [[k, 4.0 + k] for k in range(FLUID_MAX_STEPS + 1)],
+             "backlog": 4.0 + FLUID_MAX_STEPS}
+    assert lab.validate_state(state)["history"][-1] == [FLUID_MAX_STEPS, 4.0 + FLUID_MAX_STEPS]
+    fig, t, _, sentence, _ = lab.lab_render(state, 4, 3)
+    assert t == f"{FLUID_MAX_STEPS}"
+    assert sentence.startswith("backlog 4 + t")
+    assert _points(fig) <= 2 * (FLUID_MAX_STEPS + 2)
+
+
+def test_the_page_states_its_limits() -> None:
+    text = str(lab.layout())
+    assert f"t = {FLUID_MAX_STEPS:,}" in text
+    assert "up to 1e+09" in text
+    assert "`queuelens lab fluid` has the same limits" in text

@@ -13,6 +13,7 @@ instant: 10 requests in one 0.01 s bin = 1000 req/s, four times (0.15, 0.4, 0.85
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import dash
 import pytest
@@ -20,7 +21,9 @@ import pytest
 from dashboard import figures
 from dashboard.pages import retries
 from models.errors import ModelInputError
-from models.retry import seconds_over_limit
+from models.ratelimit import RetryPolicy
+from models.retry import policy_variants, seconds_over_limit
+from models.simulate import simulate
 
 # keys, outage, base, cap, jitter, bucket, qps, burst, dependency, horizon, healthy, workers,
 # service
@@ -215,3 +218,108 @@ def test_backoff_penalty_figure() -> None:
     assert "Forget" in base["name"]
     assert fig["layout"]["yaxis"]["type"] == "log"
     assert "count" in fig["layout"]["xaxis"]["title"]["text"]
+
+
+# --- issue 12: the long outage, and the work bounded by an event budget ------------------------
+
+def _inputs(**changes: object) -> retries.RetriesInputs:
+    names = ("keys", "outage", "base", "cap", "jitter", "bucket", "qps", "burst", "dependency",
+             "horizon", "healthy_rate", "workers", "service")
+    values = dict(zip(names, SMALL, strict=True))
+    values.update(changes)
+    return retries.parse_inputs(*values.values())
+
+
+def test_a_900_s_outage_with_a_1_s_cap_is_shown_not_a_500() -> None:
+    # issue 12 item 4: cap 1 s, outage 900 s → past 1,024 failures of one key → OverflowError
+    view = _view(keys=1000, outage=900, base=0.005, cap=1, horizon=9000, healthy_rate=20)
+    plain, jittered = view.variants[0].storm, view.variants[1].storm
+    assert plain.failures_per_key_median == 864  # 8 doublings to 1 s, then one per 1.05 s
+    assert jittered.failures_per_key_median > 1024
+    penalty = retries.figures_of(view)[2]
+    # the schedule is flat from the cap on: its step line needs n = 0 … n_cap + 2 and the end
+    schedule = penalty["data"][0]
+    assert len(schedule["x"]) <= 8 + 2 + 2
+    assert schedule["x"][-1] == int(jittered.failures_per_key_median) + 1
+    assert retries.retries_render(1000, 900, 0.005, 1, "none", False, 10, 100, 500, 9000, 20,
+                                  2, 0.05)[-1] == ""
+
+
+def test_healthy_simulations_over_the_budget_are_refused_before_running() -> None:
+    # 8 runs of 2e6-event simulations (20/s over 100,000 s): above the 4,000,000-event budget
+    inputs = _inputs(outage=100_000, horizon=200_000, healthy_rate=20)
+    with pytest.raises(ModelInputError, match="budget of 4,000,000 for one change") as exc:
+        retries.retries_view(inputs)
+    estimate = retries.simulation_events(inputs, policy_variants(RetryPolicy(base_s=0.1,
+                                                                             cap_s=1)))
+    assert f"would simulate about {estimate:,.0f} events" in str(exc.value)
+    assert estimate >= 8 * 2 * 20 * 100_000  # each run's arrivals and their completions
+    assert "`queuelens retries`" in str(exc.value)
+    # the issue's size: 8 runs of up to 5e8 events each
+    with pytest.raises(ModelInputError, match="budget"):
+        retries.retries_view(_inputs(outage=5e4, horizon=1e5, healthy_rate=1e4))
+
+
+def test_storms_over_what_the_budget_leaves_stop_with_a_sentence() -> None:
+    # 5,000 keys with full jitter at a 1 ns base and cap: a failure every attempt time (0.05 s)
+    # for an hour is 720 million storm steps; the simulations alone are within their budget
+    inputs = _inputs(keys=5000, outage=3600, horizon=36000, base=1e-9, cap=1e-9, jitter="full",
+                     healthy_rate=0.01, workers=1, service=1)
+    pairs = policy_variants(RetryPolicy(base_s=1e-9, cap_s=1e-9, jitter="full",
+                                        global_qps=10, burst=100))
+    assert retries.simulation_events(inputs, pairs) < retries.MAX_EVENTS
+    with pytest.raises(ModelInputError, match="four storms need more than the page's budget "
+                                              "of 30,000,000 failures and retries"):
+        retries.retries_view(inputs)
+
+
+@pytest.mark.parametrize("changes", [
+    {},
+    {"keys": 200, "outage": 300, "horizon": 3000, "healthy_rate": 5, "cap": 1},
+    {"keys": 50, "outage": 300, "horizon": 3000, "workers": 50, "base": 0.001, "cap": 0.01},
+    {"keys": 50, "outage": 300, "horizon": 3000, "workers": 50, "base": 0.001, "cap": 0.5,
+     "jitter": "decorrelated"},
+    {"keys": 100, "outage": 120, "horizon": 1200, "workers": 4, "base": 0.01, "cap": 2,
+     "jitter": "equal", "service": 0.01},
+])
+def test_the_event_estimate_is_from_above(changes: dict[str, object]) -> None:
+    # the simulations exactly as healthy_impact runs them, counted by the simulator itself
+    inputs = _inputs(**changes)
+    policy = RetryPolicy(base_s=inputs.base_s, cap_s=inputs.cap_s,
+                         jitter=inputs.jitter,  # type: ignore[arg-type]
+                         global_qps=inputs.qps, burst=inputs.burst)
+    pool = 1_000_000_000
+    lam = inputs.healthy_rate_per_s * (inputs.keys + pool) / pool
+    for name, pol in policy_variants(policy):
+        common = {"arrival_rate_per_s": lam, "keys": inputs.keys + pool,
+                  "workers": inputs.workers, "service_mean_s": inputs.service_mean_s,
+                  "duration_s": inputs.outage_s, "failing_keys": inputs.keys, "retry": pol}
+        storm = simulate(**common, fail_prob=1.0, fail_window_s=(0.0, inputs.outage_s),
+                         initial_burst=True)
+        base = simulate(**common, fail_prob=0.0)
+        assert storm.events + base.events <= retries.simulation_events(inputs, ((name, pol),))
+
+
+def test_a_computation_near_the_budget_stays_small_in_memory() -> None:
+    inputs = _inputs(keys=5000, outage=600, horizon=6000, healthy_rate=300, workers=100,
+                     service=0.01, cap=1000, base=0.005)
+    pairs = policy_variants(RetryPolicy(base_s=0.005, cap_s=1000, global_qps=10, burst=100))
+    assert 3e6 < retries.simulation_events(inputs, pairs) <= retries.MAX_EVENTS
+    retries.retries_view(inputs)  # compiled loops loaded, outside the measurement
+    tracemalloc.start()
+    try:
+        retries.retries_view(inputs)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20  # one wait per pass kept by the simulator: ≤ 8 bytes an event
+
+
+@pytest.mark.parametrize(("index", "value"), [(2, 1e-300), (3, 1e300), (2, 1e-10), (3, 2e9)])
+def test_delays_outside_a_nanosecond_to_1e9_s_are_sentences(index: int, value: float) -> None:
+    raw = list(SMALL)
+    raw[index] = value
+    if index == 3:
+        raw[2] = 1e-9
+    with pytest.raises(ModelInputError, match="from 1e-09 s"):
+        retries.parse_inputs(*raw)

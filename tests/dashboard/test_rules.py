@@ -121,7 +121,7 @@ def test_component_base_without_workers_drops_utilization(
 def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(["rules", "--window", "0.5s"], capsys)
     assert code == 2
-    assert "--window must be at least 1s" in err
+    assert "--window must be between 1s and 1d" in err
     code, _, err = run_cli(["rules", "-o", str(tmp_path / "missing" / "r.yaml")], capsys)
     assert code == 2
     assert "cannot write" in err

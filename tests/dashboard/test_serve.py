@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import socket
 
 import pytest
 
-from dashboard.cliutil import EXIT_USAGE, OneLineParser
+from dashboard.cliutil import EXIT_USAGE, CliError, OneLineParser
 from dashboard.commands import serve
 
 
@@ -59,3 +60,60 @@ def test_loopback_detection(host: str, loopback: bool) -> None:
 def test_ipv6_bind_address_is_bracketed() -> None:
     assert serve._bind_host("::1") == "[::1]"
     assert serve._bind_host("127.0.0.1") == "127.0.0.1"
+
+
+def test_bind_listener_refuses_a_port_in_use_with_one_sentence() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(CliError) as info:
+            serve.bind_listener("127.0.0.1", port)
+    assert str(info.value) == f"cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert info.value.exit_code == EXIT_USAGE
+
+
+@pytest.mark.parametrize(("host", "fragment"), [
+    ("no-such-host.invalid", "check --host"),
+    ("192.0.2.1", "Cannot assign requested address"),  # TEST-NET-1: not this machine's
+    ("a\x1b[2Jb", "a\\x1b[2Jb"),  # named in the message, escaped
+])
+def test_bind_listener_refuses_a_bad_host(host: str, fragment: str) -> None:
+    with pytest.raises(CliError) as info:
+        serve.bind_listener(host, 8050)
+    assert fragment in str(info.value)
+    assert "\x1b" not in str(info.value)
+
+
+def test_bind_listener_binds_loopback_v4_and_v6() -> None:
+    listener = serve.bind_listener("127.0.0.1", _free_port())
+    with listener:
+        assert listener.getsockname()[0] == "127.0.0.1"
+        assert listener.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+    if socket.has_ipv6:
+        try:
+            v6 = serve.bind_listener("[::1]", _free_port())
+        except CliError:
+            pytest.skip("no IPv6 loopback here")
+        with v6:
+            assert v6.getsockname()[0] == "::1"
+
+
+def test_serve_says_serving_only_after_the_bind(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("QUEUELENS_PROMETHEUS_URL", raising=False)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(CliError, match="Address already in use"):
+            serve.handle(_parse(["--demo", "--port", str(port)]))
+    assert "serving" not in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port

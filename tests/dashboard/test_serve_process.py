@@ -42,7 +42,9 @@ def test_serve_demo_answers_health_on_loopback_without_debug() -> None:
                     break
             except (urllib.error.URLError, ConnectionError):
                 time.sleep(0.2)
-        assert health == {"status": "ok", "source": "demo"}, "serve did not answer /health"
+        assert health is not None, "serve did not answer /health"
+        assert (health["status"], health["source"]) == ("ok", "demo")
+        assert health["source_state"] in ("unknown", "ok")  # the demo never fails
         # a callback that fails on the server: a bare 500, not Dash's debug traceback
         body = json.dumps({"output": "lab-time.children", "outputs": {"id": "lab-time",
                            "property": "children"}, "inputs": [], "changedPropIds": []})
@@ -66,3 +68,35 @@ def test_serve_demo_answers_health_on_loopback_without_debug() -> None:
             _, err = proc.communicate()
     assert f"serving http://127.0.0.1:{port}/" in err
     assert "warning: binding" not in err
+
+
+def test_serve_on_a_port_in_use_is_one_line_and_exit_2() -> None:
+    """Bound before "serving …" is said: no gunicorn retries, no ERROR lines, no exit 1."""
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if k != "QUEUELENS_PROMETHEUS_URL"}
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "dashboard.cli", "serve", "--demo", "--port", str(port)],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+        elapsed = time.monotonic() - t0
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"queuelens: error: cannot listen on 127.0.0.1:{port}: Address already in use"]
+    assert elapsed < 15  # gunicorn alone retries for 5 s before it gives up
+
+
+def test_serve_with_a_host_that_does_not_resolve_is_one_line_and_exit_2() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "QUEUELENS_PROMETHEUS_URL"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "dashboard.cli", "serve", "--demo", "--host",
+         "no-such-host.invalid", "--port", str(_free_port())],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("queuelens: error: cannot listen on no-such-host.invalid:")
+    assert "check --host" in line
+    assert "serving" not in proc.stderr

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from models.errors import ModelInputError
-from models.keyqueue import EXAMPLES, KeyQueue, example, run_trace
+from models.keyqueue import EXAMPLES, KeyQueue, cells, example, run_trace
+from models.limits import KEY_TRACE_MAX_CELLS, KEY_TRACE_MAX_KEY_CHARS, KEY_TRACE_MAX_STEPS
 
 
 def state(trace: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -132,3 +133,39 @@ def test_queue_object_rejects_done_of_unknown_key() -> None:
         q.done("A")
     with pytest.raises(ModelInputError):
         q.advance(-1.0)
+
+
+# --- issue 12: limits ------------------------------------------------------------------------
+
+def test_the_snapshots_key_places_are_counted_and_capped() -> None:
+    # n adds of distinct keys: after step i the queue and the dirty set hold i keys each,
+    # so the snapshots hold 2·(1 + … + n) = n(n + 1) places
+    trace = "; ".join(f"add k{i}" for i in range(50))
+    steps = run_trace(trace)
+    assert sum(cells(s) for s in steps) == 50 * 51
+    assert run_trace(trace, max_cells=50 * 51) == steps
+    with pytest.raises(ModelInputError, match="by step 50 the trace's states hold more than "
+                                              "2,549 key places"):
+        run_trace(trace, max_cells=50 * 51 - 1)
+
+
+def test_the_default_cap_stops_a_quadratic_trace_early() -> None:
+    trace = "; ".join(f"add k{i}" for i in range(KEY_TRACE_MAX_STEPS))  # 100 million places
+    with pytest.raises(ModelInputError, match=f"more than {KEY_TRACE_MAX_CELLS:,} key places"):
+        run_trace(trace)
+
+
+def test_steps_and_key_names_are_limited() -> None:
+    with pytest.raises(ModelInputError, match="more than 10,000 steps"):
+        run_trace("get; " * (KEY_TRACE_MAX_STEPS + 1))
+    name = "n" * KEY_TRACE_MAX_KEY_CHARS
+    assert run_trace(f"add {name}")[-1].queue == (name,)
+    with pytest.raises(ModelInputError, match="318 characters long"):
+        run_trace(f"add {name}n")
+
+
+def test_the_clock_stays_finite() -> None:
+    with pytest.raises(ModelInputError, match="largest number"):
+        run_trace("tick 1e308; tick 1e308")
+    with pytest.raises(ModelInputError, match=r"step 2 .*ready time is past the largest number"):
+        run_trace("tick 1e308; add_after A 1e308")

@@ -44,7 +44,8 @@ def test_overrides_keep_what_is_not_given() -> None:
     ({"thresholds": {"util_target": "lots"}}, "expected a number"),
     ({"thresholds": {"util_target": 1.5}}, "between 0 and 1"),
     ({"range_s": 0.0}, "the range must be a positive duration"),
-    ({"range_s": 400 * 86400.0}, "at most 90 days"),
+    ({"range_s": 400 * 86400.0}, "and 90 days"),
+    ({"range_s": 1e-300}, "between 15 s and 90 days"),
     ({"slo_wait_s": float("nan")}, "the wait SLO must be a positive duration"),
 ])
 def test_bad_settings_are_one_sentence(kwargs: dict[str, object], needle: str) -> None:

@@ -341,14 +341,19 @@ def test_compiled_loop_gives_the_interpreted_trace() -> None:
     assert r.wait_mean_s == TRACE_BURST_WAIT_MEAN
 
 
-def test_overflow_of_the_exponential_delay_is_raised_as_in_python() -> None:
-    # the 1025th failure of one key: ItemExponential computes 2.0**1024, which raises in Python
-    with pytest.raises(OverflowError):
-        simulate(arrival_rate_per_s=0.0, keys=1, workers=1, service_mean_s=0.01,
+def test_the_exponential_delay_past_1024_failures_is_the_cap() -> None:
+    # issue 12: base · 2^n overflowed a float from the 1,025th failure of one key on; the delay
+    # is the cap from then on, as in client-go (maxDelay once the float backoff exceeds it).
+    # One key, constant 10 ms passes, failing for 20 s: exp 1 ms → 1 ms fails once per 11 ms,
+    # so about 1,818 times, every retry after 1 ms.
+    r = simulate(arrival_rate_per_s=0.0, keys=1, workers=1, service_mean_s=0.01,
                  service_dist="const", duration_s=20.0, fail_prob=1.0, initial_burst=True,
                  retry=parse_retry_spec("exp:0.001:0.001"))
-    with pytest.raises(OverflowError):
-        retry_storm(3, parse_retry_spec("exp:0.001:0.001", jitter="full"), 10.0, attempt_s=0.001)
+    assert r.retries == pytest.approx(20.0 / 0.011, abs=2)
+    storm = retry_storm(3, parse_retry_spec("exp:0.001:0.001", jitter="full"), 10.0,
+                        attempt_s=0.001)
+    assert storm.failures_per_key_median > 1100  # past 1,024 failures of each key
+    assert storm.recovered == 3
 
 
 @pytest.mark.parametrize(("keys", "policy", "outage_s", "kw", "expected"), PINNED_STORMS,
