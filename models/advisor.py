@@ -824,8 +824,6 @@ class Assessment:
     """The sweep at ``sizing`` (None for a finite-key queue no rule sized, or without inputs)."""
     usl: UslFit | None
     """The USL fit of (busy workers, throughput) over the range, when one was made."""
-    usl_points: tuple[FloatArray, FloatArray] | None
-    """The range points that fit was made on (or would have been, had it been refused)."""
     notes: Mapping[str, str]
     """rule -> why it could not be evaluated (caveats of the plan)."""
 
@@ -882,10 +880,9 @@ def assess_many(
             lam = ctx.lam_design if ctx.lam_design is not None else ctx.lam
             sizing = _sizing_inputs(ctx, lam)
             table = ctx.sweeps.get(lam)
-        pts = ctx.usl_points
         out.append(Assessment(
             verdicts, sizing, table, ctx.usl if isinstance(ctx.usl, UslFit) else None,
-            pts if isinstance(pts, tuple) else None, dict(ctx.notes)))
+            dict(ctx.notes)))
     return out
 
 

@@ -52,15 +52,8 @@ start-up light)."""
 
 
 def _target(text: str) -> float | None:
-    if text.strip().lower() == "off":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number or 'off': {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (or 'off'), got {text!r}")
-    return value
+    """A utilization target strictly between 0 and 1, or 'off' (the SLO alone decides)."""
+    return None if text.strip().lower() == "off" else fraction_open(text)
 
 
 def register(subparsers: Any) -> None:

@@ -48,7 +48,7 @@ from dashboard.context import AppContext, register_page
 from dashboard.numbers import sig
 from dashboard.plan_words import evidence_label, evidence_value
 from dashboard.signals import Series, capacity_per_s, combine, ratio
-from models.advisor import Verdict
+from models.advisor import Verdict, worker_count
 from models.errors import ModelInputError
 from models.fluid import fluid_backlog, fluid_summary
 from models.plan import CapacityPlan
@@ -181,12 +181,12 @@ def _duration(seconds: float) -> str:
 
 def model_fit(q: QueueSnapshot) -> tuple[str, ...]:
     """Sentences: the M/M/c wait at the current worker count beside the observed wait."""
-    lam, s, c = q.arrival_rate_per_s, q.service_mean_s, q.workers
-    if lam is None or s is None or c is None or not s > 0 or c < 1:
-        absent = [n for n, v in (("arrival rate", lam), ("mean work time", s), ("workers", c))
-                  if v is None]
+    lam, s = q.arrival_rate_per_s, q.service_mean_s
+    workers = worker_count(q.workers)  # the advisor's rounding: 0.6 measured workers is 1
+    if lam is None or s is None or workers is None or not s > 0:
+        absent = [n for n, v in (("arrival rate", lam), ("mean work time", s),
+                                 ("workers", workers)) if v is None]
         return (f"No M/M/c estimate: {', '.join(absent) or 'inputs'} not measured.",)
-    workers = max(1, round(c))
     try:
         res = erlang_c(lam, 1.0 / s, workers)
     except ModelInputError as exc:

@@ -308,3 +308,16 @@ def test_verdict_text_is_never_markup() -> None:
     texts = _texts(li)
     assert "<script>alert(1)</script>" in texts  # a plain string child: React escapes it
     assert "dangerously_allow_html" not in repr(li)
+
+
+def test_model_fit_rounds_the_worker_count_as_the_advisor_does() -> None:
+    # a gauge averaging 0.6 is one worker for the advisor and the plan: the page agrees
+    q = QueueSnapshot(queue="q", arrival_rate_per_s=0.5, service_mean_s=1.0, workers=0.6,
+                      queue_wait_mean_s=1.0)
+    lines = qp.model_fit(q)
+    assert "c = 1" in lines[-1]
+    # M/M/1, λ = 0.5, μ = 1: Wq = ρ / (μ − λ) = 1 s
+    assert "M/M/c model 1 s" in lines[0]
+    none = qp.model_fit(QueueSnapshot(queue="q", arrival_rate_per_s=0.5, service_mean_s=1.0,
+                                      workers=0.4))
+    assert none == ("No M/M/c estimate: workers not measured.",)

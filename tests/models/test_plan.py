@@ -98,15 +98,6 @@ def test_limits_that_are_not_the_worker_count(plans: dict[str, CapacityPlan]) ->
     assert (over.workers_now, over.recommended_workers, over.rule) == (20, 2, "fewer")
 
 
-def test_every_plan_leads_with_its_first_verdict(plans: dict[str, CapacityPlan]) -> None:
-    for p in plans.values():
-        assert p.headline == p.verdicts[0].headline
-        assert p.tags == tuple(v.kind for v in p.verdicts)
-        assert 0 <= p.confidence <= 1
-        assert p.settings == AnalysisSettings()
-        assert p.rows_payload()[0]["workers"] == 1
-
-
 def _history(c_before: int, c_after: int, lam: float, svc: float, n: int = 8
              ) -> QueueHistory:
     t = np.arange(2 * n, dtype=float) * 60.0
