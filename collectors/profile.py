@@ -291,6 +291,31 @@ class MetricNames:
     active_workers: str = "controller_runtime_active_workers"
     rest_client_requests: str = "rest_client_requests_total"
     rate_limiter_duration: str = "rest_client_rate_limiter_duration_seconds"
+    # controller-runtime: failures that are not plain errors, and the manager's own webhooks
+    reconcile_panics: str = "controller_runtime_reconcile_panics_total"
+    reconcile_timeouts: str = "controller_runtime_reconcile_timeouts_total"
+    terminal_reconcile_errors: str = "controller_runtime_terminal_reconcile_errors_total"
+    webhook_latency: str = "controller_runtime_webhook_latency_seconds"
+    webhook_requests: str = "controller_runtime_webhook_requests_total"
+    webhook_in_flight: str = "controller_runtime_webhook_requests_in_flight"
+    # client-go REST client (opt-in in controller-runtime: metrics.RegisterRESTClientMetrics)
+    request_duration: str = "rest_client_request_duration_seconds"
+    request_retries: str = "rest_client_request_retries_total"
+    # the API server, where the same Prometheus scrapes it (apiserver flowcontrol/metrics)
+    apf_rejected: str = "apiserver_flowcontrol_rejected_requests_total"
+    apf_dispatched: str = "apiserver_flowcontrol_dispatched_requests_total"
+    apf_wait: str = "apiserver_flowcontrol_request_wait_duration_seconds"
+    apf_inqueue: str = "apiserver_flowcontrol_current_inqueue_requests"
+    apf_executing_seats: str = "apiserver_flowcontrol_current_executing_seats"
+    apf_nominal_limit_seats: str = "apiserver_flowcontrol_nominal_limit_seats"
+    apf_current_limit_seats: str = "apiserver_flowcontrol_current_limit_seats"
+    apf_concurrency_limit: str = "apiserver_flowcontrol_request_concurrency_limit"
+    """Removed in Kubernetes 1.37 (hidden since 1.31): the fallback for the seat limit."""
+    apf_concurrency_in_use: str = "apiserver_flowcontrol_request_concurrency_in_use"
+    """Removed in Kubernetes 1.37: the fallback for the seats in use."""
+    apiserver_request_duration: str = "apiserver_request_duration_seconds"
+    apiserver_request_sli_duration: str = "apiserver_request_sli_duration_seconds"
+    admission_webhook_duration: str = "apiserver_admission_webhook_admission_duration_seconds"
 
 
 METRIC_KEYS = tuple(MetricNames.__dataclass_fields__)
@@ -353,6 +378,17 @@ class Profile:
     """If set, a window holds window ÷ this many samples and rate windows are sized from it;
     if not, each queue's interval is learnt from its own samples
     (:func:`learnt_scrape_interval_s`)."""
+    cluster_labels: tuple[str, ...] = ()
+    """Labels that a controller's series share with its cluster's API-server series
+    (``cluster`` behind Thanos/Mimir); none: every API-server series is the one cluster's."""
+    priority_level: str = "workload-low"
+    """The API Priority and Fairness level the controllers' requests land in. Kubernetes'
+    default FlowSchema ``service-accounts`` maps every ServiceAccount outside kube-system to
+    ``workload-low`` (apiserver ``pkg/apis/flowcontrol/bootstrap/default.go``); a controller
+    with its own FlowSchema sets its level here."""
+    flow_schema: str | None = None
+    """With a dedicated FlowSchema: only its series of the level are read (the level's other
+    flows are other clients)."""
 
     @property
     def has_controller_metrics(self) -> bool:
