@@ -267,7 +267,9 @@ _PROM_KEYS = {
 }
 _PROFILE_KEYS = {
     "base", "selector", "scrape_interval", "metrics", "labels", "workers", "external_effects",
+    "apiserver",
 }
+_APISERVER_KEYS = {"priority_level", "flow_schema", "cluster_labels"}
 _LABEL_KEYS = {"queue", "controller", "process"}
 
 
@@ -394,6 +396,23 @@ def _profile(section: Mapping[str, Any], where: str) -> Profile:
                 f"{where}.workers: expected a mapping {{queue: count}} or a list of "
                 "{queues/queue_regex, workers}"
             )
+
+    api = _mapping(section.get("apiserver"), f"{where}.apiserver")
+    _unknown(api, _APISERVER_KEYS, f"{where}.apiserver")
+    if "priority_level" in api:
+        profile = replace(profile, priority_level=_string(
+            api["priority_level"], f"{where}.apiserver.priority_level"))
+    if "flow_schema" in api:
+        profile = replace(profile, flow_schema=_string(
+            api["flow_schema"], f"{where}.apiserver.flow_schema"))
+    if "cluster_labels" in api:
+        raw = api["cluster_labels"]
+        if not isinstance(raw, list):
+            raise ConfigError(f"{where}.apiserver.cluster_labels: expected a list of label "
+                              "names (e.g. [cluster])")
+        profile = replace(profile, cluster_labels=tuple(
+            check_label_name(_string(v, f"{where}.apiserver.cluster_labels[{i}]"))
+            for i, v in enumerate(raw)))
 
     effects = section.get("external_effects")
     if effects is not None:

@@ -146,6 +146,17 @@ def code_class(code: str) -> str:
     return "other"
 
 
+PRIORITY_SERIES_MAX = 25
+"""At most this many ``priority`` values of one queue are read (the largest depths):
+controller-runtime caps the label at 25 values since PR #3419, after #3396 reported 810K
+``workqueue_depth`` series from incrementing priorities; ``priority_series`` counts them all
+so that such a queue is named."""
+
+WRITE_VERBS = "POST|PUT|PATCH|DELETE|APPLY"
+"""The mutating verbs: the REST client's ``method`` and the API server's ``verb`` (APPLY is
+server-side apply in ``apiserver_request_*``); admission webhooks run on these."""
+
+
 # --- label selectors ----------------------------------------------------------------------
 
 MATCH_OPS = ("=~", "!~", "!=", "=")
@@ -425,7 +436,12 @@ class Profile:
         target = {"queue": self.queue_label, "controller": self.controller_label}.get(family)
         own: list[Matcher] = []
         for m in self.selector:
-            if m.label not in ids:
+            if family == "cluster":
+                # The API server's series carry none of the controller's labels (namespace,
+                # job, pod…): only a matcher on a cluster label applies to them.
+                if m.label in self.cluster_labels:
+                    own.append(m)
+            elif m.label not in ids:
                 own.append(m)
             elif target is not None:
                 own.append(Matcher(target, m.op, m.value))
@@ -492,6 +508,7 @@ class Profile:
                         f"sum by ({proc}) (rate({m.rate_limiter_duration}_sum{psel}[{w}]))",
                         "process", m.rate_limiter_duration + "_sum"),
         ]
+        out += self._beyond_queries(w, self._queue_filter(q, queues), csel, psel, proc)
         if self.has_controller_metrics:
             out += [
                 SignalQuery("workers",
@@ -509,6 +526,104 @@ class Profile:
             ]
         return out
 
+    def _beyond_queries(self, w: str, qfilter: Sequence[Matcher], csel: str, psel: str,
+                        proc: str) -> list[SignalQuery]:
+        """Beyond the queue (issue 13): the newer controller-runtime counters, the
+        priority queue's depth by priority, the REST client's latency, retries and writes per
+        process, and — where the same Prometheus scrapes the API server — its API Priority
+        and Fairness level, its write latency with and without webhooks and APF wait, and its
+        admission webhooks. One query per signal for all queues; snapshot reads only
+        (:data:`collectors.snapshot.SNAPSHOT_ONLY`).
+
+        The API-server series are keyed by :attr:`cluster_labels` (key ``cluster`` /
+        ``cluster_name``): they carry no controller, process or ServiceAccount label, so a
+        queue gets its cluster's level (:attr:`priority_level`, default ``workload-low``).
+        The seat figures fall back to the generation removed in Kubernetes 1.37
+        (``request_concurrency_limit`` / ``request_concurrency_in_use``) with ``or``."""
+        m = self.metrics
+        q, c = self.queue_label, self.controller_label
+        by = ", ".join((*self.cluster_labels, "priority_level"))
+        cby = ", ".join(self.cluster_labels)
+        level = [Matcher("priority_level", "=", self.priority_level)]
+        if self.flow_schema:
+            level.append(Matcher("flow_schema", "=", self.flow_schema))
+        lsel = self._sel(level, "cluster")
+        lsel_pl = self._sel(level[:1], "cluster")
+        wsel = self._sel((*level, Matcher("execute", "=", "true")), "cluster")
+        rsel = self._sel((Matcher("verb", "=~", WRITE_VERBS),), "cluster")
+        csel_plain = self._sel(family="cluster")
+        prio = self._sel((*qfilter, Matcher("priority", "!=", "")))
+        out = [
+            SignalQuery("reconcile_panics_per_s",
+                        f"sum by ({c}) (rate({m.reconcile_panics}{csel}[{w}]))",
+                        "controller", m.reconcile_panics),
+            SignalQuery("reconcile_timeouts_per_s",
+                        f"sum by ({c}) (rate({m.reconcile_timeouts}{csel}[{w}]))",
+                        "controller", m.reconcile_timeouts),
+            SignalQuery("terminal_errors_per_s",
+                        f"sum by ({c}) (rate({m.terminal_reconcile_errors}{csel}[{w}]))",
+                        "controller", m.terminal_reconcile_errors),
+            SignalQuery("depth_by_priority",
+                        f"topk by ({q}) ({PRIORITY_SERIES_MAX}, sum by ({q}, priority) "
+                        f"(last_over_time({m.depth}{prio}[{w}])))",
+                        "queue_priority", m.depth),
+            SignalQuery("depth_min_by_priority",
+                        f"topk by ({q}) ({PRIORITY_SERIES_MAX}, sum by ({q}, priority) "
+                        f"(min_over_time({m.depth}{prio}[{w}])))",
+                        "queue_priority", m.depth),
+            SignalQuery("priority_series",
+                        f"count by ({q}) (count by ({q}, priority) (last_over_time("
+                        f"{m.depth}{prio}[{w}])))", "queue", m.depth),
+            SignalQuery("api_request_s_per_s",
+                        f"sum by ({proc}) (rate({m.request_duration}_sum{psel}[{w}]))",
+                        "process", m.request_duration + "_sum"),
+            SignalQuery("api_retries_per_s",
+                        f"sum by ({proc}) (rate({m.request_retries}{psel}[{w}]))",
+                        "process", m.request_retries),
+            SignalQuery("api_writes_per_s",
+                        f"sum by ({proc}) (rate({m.rest_client_requests}"
+                        f"{self._sel((Matcher('method', '=~', WRITE_VERBS),), 'process')}[{w}]))",
+                        "process", m.rest_client_requests),
+            SignalQuery("apf_wait_mean_s",
+                        f"sum by ({by}) (rate({m.apf_wait}_sum{wsel}[{w}])) / "
+                        f"sum by ({by}) (rate({m.apf_wait}_count{wsel}[{w}]))",
+                        "cluster", m.apf_wait),
+            SignalQuery("apf_rejected_per_s",
+                        f"sum by ({by}, reason) (rate({m.apf_rejected}{lsel}[{w}]))",
+                        "cluster_reason", m.apf_rejected),
+            SignalQuery("apf_dispatched_per_s",
+                        f"sum by ({by}) (rate({m.apf_dispatched}{lsel}[{w}]))",
+                        "cluster", m.apf_dispatched),
+            SignalQuery("apf_inqueue_mean",
+                        f"sum by ({by}) (avg_over_time({m.apf_inqueue}{lsel}[{w}]))",
+                        "cluster", m.apf_inqueue),
+            SignalQuery("apf_seats_in_use_mean",
+                        f"sum by ({by}) (avg_over_time({m.apf_executing_seats}{lsel}[{w}])) or "
+                        f"sum by ({by}) (avg_over_time({m.apf_concurrency_in_use}{lsel}[{w}]))",
+                        "cluster", m.apf_executing_seats),
+            SignalQuery("apf_seat_limit",
+                        f"sum by ({by}) (last_over_time({m.apf_current_limit_seats}{lsel_pl}"
+                        f"[{w}])) or sum by ({by}) (last_over_time({m.apf_nominal_limit_seats}"
+                        f"{lsel_pl}[{w}])) or sum by ({by}) (last_over_time("
+                        f"{m.apf_concurrency_limit}{lsel_pl}[{w}]))",
+                        "cluster", m.apf_current_limit_seats),
+            SignalQuery("apiserver_write_latency_mean_s",
+                        f"sum by ({cby}) (rate({m.apiserver_request_duration}_sum{rsel}[{w}])) / "
+                        f"sum by ({cby}) (rate({m.apiserver_request_duration}_count{rsel}[{w}]))",
+                        "cluster", m.apiserver_request_duration),
+            SignalQuery("apiserver_write_sli_mean_s",
+                        f"sum by ({cby}) (rate({m.apiserver_request_sli_duration}_sum{rsel}"
+                        f"[{w}])) / sum by ({cby}) (rate({m.apiserver_request_sli_duration}"
+                        f"_count{rsel}[{w}]))", "cluster", m.apiserver_request_sli_duration),
+            SignalQuery("admission_webhook_mean_s",
+                        f"sum by ({cby}{', ' if cby else ''}name) (rate("
+                        f"{m.admission_webhook_duration}_sum{csel_plain}[{w}])) / "
+                        f"sum by ({cby}{', ' if cby else ''}name) (rate("
+                        f"{m.admission_webhook_duration}_count{csel_plain}[{w}]))",
+                        "cluster_name", m.admission_webhook_duration),
+        ]
+        return out
+
     def scrape_samples_query(self) -> str:
         """Each queue's most samples in :data:`SCRAPE_SPAN_S` within the last
         :data:`SCRAPE_LOOKBACK_S`: its own scrape rate, so that a read can tell a gap in a
@@ -520,10 +635,13 @@ class Profile:
                 f"{self._sel()}[{span}])[{back}:{span}]))")
 
     def topology_query(self, window_s: float, queues: Sequence[str] | None = None) -> str:
-        """Which process (job/instance) runs which queue: joins process-wide API metrics."""
+        """Which process (job/instance) runs which queue, in which cluster
+        (:attr:`cluster_labels`): joins the process-wide API-client metrics and the
+        cluster-wide API-server ones."""
         w = format_duration(window_s)
         sel = self._sel(self._queue_filter(self.queue_label, queues))
-        by = ", ".join((self.queue_label, *self.process_labels))
+        extra = [lb for lb in self.cluster_labels if lb not in self.process_labels]
+        by = ", ".join((self.queue_label, *self.process_labels, *extra))
         return f"count by ({by}) (last_over_time({self.metrics.adds}{sel}[{w}]))"
 
     def _depth_while_idle(self, window_s: float, qsel: str, csel: str) -> str:

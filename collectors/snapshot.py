@@ -51,6 +51,7 @@ import numpy as np
 from collectors.errors import CollectorError, PrometheusTimeout
 from collectors.histogram import parse_le
 from collectors.profile import (
+    PRIORITY_SERIES_MAX,
     Profile,
     SignalQuery,
     code_class,
@@ -424,6 +425,12 @@ class PrometheusSource:
                         "api_calls_by_class_per_s")
         throttle = procs.add(_instant_rows(results["throttle_s_per_s"].samples),
                              "throttle_s_per_s")
+        beyond_procs: dict[str, _Attributed] = {}
+        for sq in queries:
+            if sq.signal in _PROCESS_BEYOND:
+                beyond_procs[sq.signal] = procs.add(
+                    _instant_rows(results[sq.signal].samples), sq.signal,
+                    absent=f"no {sq.metric} series{_PROCESS_BEYOND[sq.signal]}")
         for metric, att in ((m.rest_client_requests, api), (m.rate_limiter_duration, throttle)):
             note = procs.note(metric, att)
             if note and note not in warnings:
@@ -442,7 +449,8 @@ class PrometheusSource:
         derived = derive(raw)
         reasons = _SnapshotReasons(profile, per_queue, buckets, outcomes, procs, api, throttle,
                                    window_s, duplicated)
-        queues = [reasons.queue(i, q, derived, external[i][1], warnings)
+        beyond = _Beyond(profile, results, procs, beyond_procs, warnings)
+        queues = [beyond.extend(reasons.queue(i, q, derived, external[i][1], warnings))
                   for i, q in enumerate(order)]
         return Snapshot(at=at, window_s=window_s, source=self.name, queues=queues,
                         warnings=tuple(warnings))
@@ -527,7 +535,8 @@ class PrometheusSource:
             return needed is None or _RAW_OF_QUERY.get(sq.signal, sq.signal) in needed
 
         process_queries = [sq for sq in profile.queries(window)
-                           if sq.key.startswith("process") and wanted_query(sq)]
+                           if sq.key.startswith("process") and wanted_query(sq)
+                           and sq.signal not in SNAPSHOT_ONLY]
         for sq in process_queries:
             fleet_jobs[sq.signal] = ranged(sq.promql)
         if needed is None or "external_effects_per_s" in needed:
@@ -557,7 +566,7 @@ class PrometheusSource:
 
         def batch_queries(batch: list[str] | None) -> list[SignalQuery]:
             return [sq for sq in profile.queries(window, batch)
-                    if not sq.key.startswith("process") and wanted_query(sq)
+                    if sq.key in _RANGE_KEYS and wanted_query(sq)
                     and sq.signal not in SNAPSHOT_ONLY]
 
         # Pipelined: batch k+1's queries are in flight while batch k is decoded, so the
@@ -612,6 +621,9 @@ _RAW_OF_QUERY: Mapping[str, str] = {
 }
 """Profile query signal -> the raw input of :func:`models.signals.derive` it answers (the
 others answer the direct matrix of their own name)."""
+
+_RANGE_KEYS = frozenset({"queue", "controller", "queue_le", "controller_result"})
+"""The keys of the queries a range batch reads (per process and per cluster: read once)."""
 
 RANGE_BATCH_QUEUES = 250
 """Queue names per batch of a large range read: 250 names of 60 characters keep each query's
@@ -758,12 +770,15 @@ class _Processes:
         return np.array(q_idx, dtype=np.int64), np.array(p_idx, dtype=np.int64)
 
     def add(self, rows: Sequence[tuple[Mapping[str, str], np.ndarray]], total_field: str,
-            sub_label: str | None = None, class_field: str = "") -> _Attributed:
-        """Rows (labels, values over the read's times) of one process-wide metric."""
+            sub_label: str | None = None, class_field: str = "", absent: str | None = None
+            ) -> _Attributed:
+        """Rows (labels, values over the read's times) of one process-wide metric;
+        ``absent``: why a queue has no value when the metric has no series."""
         m = self.profile.metrics
-        absent = (f"no {m.rest_client_requests} series" if sub_label else
-                  f"no {m.rate_limiter_duration}_sum series (stock controller-runtime does "
-                  "not expose the client-side rate limiter histogram)")
+        if absent is None:
+            absent = (f"no {m.rest_client_requests} series" if sub_label else
+                      f"no {m.rate_limiter_duration}_sum series (stock controller-runtime "
+                      "does not expose the client-side rate limiter histogram)")
         labelled = any(any(lb.get(p) for p in self.plabels) for lb, _ in rows)
         keys = [(self.key(lb), lb.get(sub_label, "") if sub_label else "") for lb, _ in rows]
         if len(set(keys)) < len(keys):
@@ -853,6 +868,143 @@ class _Processes:
         return procs
 
 
+class _Beyond:
+    """The signals beyond the queue (issue 13) for each queue of a snapshot: the priority
+    queue's depth by priority, why the per-process REST-client figures are missing, and the
+    API server's figures of the queue's cluster — joined here on the profile's
+    ``cluster_labels`` through the topology answer, since one cluster value goes to every queue
+    of that cluster (no sum over queues is involved)."""
+
+    def __init__(self, profile: Profile, results: Mapping[str, Any], procs: _Processes,
+                 attributed: Mapping[str, _Attributed], warnings: list[str]) -> None:
+        self.profile = profile
+        self.procs = procs
+        self.attributed = attributed
+        queries = {sq.signal: sq for sq in profile.queries(1.0)}
+        self.metric_of = {k: sq.metric for k, sq in queries.items()}
+        labels = profile.cluster_labels
+        self.clusters_of: dict[str, set[tuple[str, ...]]] = defaultdict(set)
+        for smp in results["topology"].samples:
+            self.clusters_of[smp.labels.get(profile.queue_label, "")].add(
+                tuple(smp.labels.get(lb, "") for lb in labels))
+        self.priority: dict[str, dict[str, dict[str, float]]] = {}
+        for signal in ("depth_by_priority", "depth_min_by_priority"):
+            by_queue: dict[str, dict[str, float]] = defaultdict(dict)
+            for smp in results[signal].samples if signal in results else ():
+                if smp.value is not None:
+                    by_queue[smp.labels.get(profile.queue_label, "")][
+                        smp.labels.get("priority", "")] = smp.value
+            self.priority[signal] = by_queue
+        many = sorted(smp.labels.get(profile.queue_label, "")
+                      for smp in (results["priority_series"].samples
+                                  if "priority_series" in results else ())
+                      if (smp.value or 0) > PRIORITY_SERIES_MAX)
+        for signal in ("depth_by_priority", "depth_min_by_priority"):
+            for q, prios in self.priority[signal].items():
+                if "exceeded_cardinality_limit" in prios and q not in many:
+                    many.append(q)
+        if many:
+            shown = ", ".join(repr(q) for q in many[:5]) + (" …" if len(many) > 5 else "")
+            warnings.append(
+                f"{len(many)} queue(s) expose more than {PRIORITY_SERIES_MAX} priority values "
+                f"of {profile.metrics.depth} ({shown}): only the {PRIORITY_SERIES_MAX} deepest "
+                "are read. controller-runtime#3396 saw 810K such series from incrementing "
+                "priorities; v0.23 caps them at 25 (PR #3419): upgrade, or keep priorities to "
+                "a few fixed values")
+        self.cluster: dict[str, dict[tuple[str, ...], Any]] = {}
+        """signal -> cluster key -> a value, or {reason|name: value}."""
+        for signal in _CLUSTER_FIELDS:
+            sq = queries.get(signal)
+            if sq is None or signal not in results:
+                continue
+            sub = {"cluster_reason": "reason", "cluster_name": "name"}.get(sq.key)
+            out: dict[tuple[str, ...], Any] = {}
+            twice: set[tuple[str, ...]] = set()
+            for smp in results[signal].samples:
+                key = tuple(smp.labels.get(lb, "") for lb in labels)
+                if smp.value is None:
+                    continue
+                if sub is None:
+                    if key in out:
+                        twice.add(key)
+                    out[key] = smp.value
+                else:
+                    part = out.setdefault(key, {})
+                    name = smp.labels.get(sub, "")
+                    if name in part:
+                        twice.add(key)
+                    part[name] = smp.value
+            for key in twice:
+                del out[key]
+            if twice:
+                shown = "; ".join(",".join(f"{lb}={v}" for lb, v in zip(labels, k, strict=True))
+                                  or "no cluster labels" for k in sorted(twice)[:3])
+                warnings.append(
+                    f"{signal}: Prometheus returned the same series more than once ({shown}); "
+                    "left out (several clusters in one Prometheus? set the profile's "
+                    "apiserver.cluster_labels)")
+            self.cluster[signal] = out
+
+    def extend(self, snap: QueueSnapshot) -> QueueSnapshot:
+        q = snap.queue
+        missing = dict(snap.missing)
+        for signal, att in self.attributed.items():
+            if getattr(snap, signal) is None:
+                missing[signal] = self.procs.reason(q, att) or "not available"
+        keys = self.clusters_of.get(q, set())
+        values: dict[str, Any] = {}
+        for signal in _CLUSTER_FIELDS:
+            by_key = self.cluster.get(signal)
+            metric = self.metric_of.get(signal, signal)
+            if not by_key:
+                missing[signal] = (f"no {metric} series (the API server is not scraped by this "
+                                   "Prometheus, or no request reached the level "
+                                   f"{self.profile.priority_level!r})")
+                continue
+            if len(keys) > 1:
+                missing[signal] = ("this queue runs in several clusters "
+                                   f"({len(keys)}): its API server cannot be told")
+                continue
+            key = next(iter(keys), tuple("" for _ in self.profile.cluster_labels))
+            if key not in by_key:
+                where = ", ".join(f"{lb}={v}" for lb, v in
+                                  zip(self.profile.cluster_labels, key, strict=True))
+                missing[signal] = f"no {metric} series for this queue's cluster ({where})"
+                continue
+            values[signal] = by_key[key]
+        rejected = values.pop("apf_rejected_per_s", None)
+        if rejected is not None:
+            values["apf_rejected_by_reason"] = dict(sorted(rejected.items()))
+            values["apf_rejected_per_s"] = float(sum(rejected.values()))
+        webhooks = values.pop("admission_webhook_mean_s", None)
+        if webhooks is not None:
+            values["admission_webhook_mean_s"] = {
+                k: v for k, v in sorted(webhooks.items()) if math.isfinite(v)}
+        for k in list(values):
+            if isinstance(values[k], float) and not math.isfinite(values[k]):
+                missing[k] = f"{self.metric_of.get(k, k)}: no request in the window (0/0)"
+                del values[k]
+        if any(k.startswith("apf_") for k in values):
+            values["apf_priority_level"] = self.profile.priority_level
+        else:
+            missing["apf_priority_level"] = (
+                f"no API Priority and Fairness series of the level "
+                f"{self.profile.priority_level!r} for this queue's cluster")
+        for signal in ("depth_by_priority", "depth_min_by_priority"):
+            prio = self.priority[signal].get(q)
+            if prio:
+                values[signal] = dict(sorted(prio.items(), key=lambda kv: _prio(kv[0])))
+        return dataclasses.replace(snap, missing=missing, **values)
+
+
+def _prio(text: str) -> tuple[int, float, str]:
+    """Priorities in order, highest first (numbers; then anything else by name)."""
+    try:
+        return (0, -float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
 class _SnapshotReasons:
     """Builds each :class:`QueueSnapshot` from the derived column, with the reason for every
     value that is missing (the reasons name the metric and label the user has to check)."""
@@ -872,6 +1024,8 @@ class _SnapshotReasons:
         self.throttle = throttle
         self.window_s = window_s
         self.metric_of = {sq.signal: sq.metric for sq in profile.queries(window_s)}
+        self.controller_keyed = {sq.signal for sq in profile.queries(window_s)
+                                 if sq.key == "controller"}
         self._columns: dict[str, list[float]] | None = None
         self._keyed: dict[str, list[tuple[str, str]]] = defaultdict(list)
         """Mapping fields (``reconcile_results_per_s``…) -> their (signal, key) names."""
@@ -895,8 +1049,8 @@ class _SnapshotReasons:
                     "(no controller_runtime_* metrics)")
         sample = self.per_queue[signal].get(q)
         if sample is None:
-            label = profile.queue_label if signal not in (
-                "workers", "errors_per_s") else profile.controller_label
+            label = (profile.controller_label if signal in self.controller_keyed
+                     else profile.queue_label)
             if q in self.duplicated.get(signal, ()):
                 return _DUPLICATE_REASON.format(metric=metric, label=label, q=q)
             return f"no {metric} series with {label}={q!r} in the window"
@@ -988,7 +1142,7 @@ class _SnapshotReasons:
                    if values[k] is not None}
         if values.get("api_calls_per_s") is None:
             classes = {}
-        fields = {name: values.get(name) for name in _FIELDS}
+        fields: dict[str, Any] = {name: values.get(name) for name in _FIELDS}
         plabels = self.procs.process_labels(q)
         return QueueSnapshot(
             queue=q,
@@ -1003,15 +1157,37 @@ class _SnapshotReasons:
         )
 
 
-SNAPSHOT_ONLY = frozenset({"depth_while_idle"})
+_PROCESS_BEYOND: Mapping[str, str] = {
+    "api_request_s_per_s": " (controller-runtime exposes it only after "
+                           "metrics.RegisterRESTClientMetrics)",
+    "api_retries_per_s": " (controller-runtime exposes it only after "
+                         "metrics.RegisterRESTClientMetrics)",
+    "api_writes_per_s": "",
+}
+"""The per-process REST-client signals beyond the request count, and what their absence
+usually means."""
+
+_CLUSTER_FIELDS: tuple[str, ...] = (
+    "apf_wait_mean_s", "apf_rejected_per_s", "apf_dispatched_per_s", "apf_inqueue_mean",
+    "apf_seats_in_use_mean", "apf_seat_limit", "apiserver_write_latency_mean_s",
+    "apiserver_write_sli_mean_s", "admission_webhook_mean_s",
+)
+"""The API server's signals, one value (or one per reason / webhook) per cluster."""
+
+SNAPSHOT_ONLY = frozenset({"depth_while_idle", "depth_by_priority", "depth_min_by_priority",
+                           "priority_series", "reconcile_panics_per_s",
+                           "reconcile_timeouts_per_s", "terminal_errors_per_s",
+                           *_PROCESS_BEYOND, *_CLUSTER_FIELDS})
 """Signals read by snapshots only: a subquery per range step costs more than the rules that
-read them (the hot-key rule reads the snapshot) are worth."""
+read them (the hot-key rule reads the snapshot) are worth; the signals beyond the queue
+(issue 13) are read by rules that judge the snapshot."""
 
 _DIRECT_FIELDS = (
     "arrival_rate_per_s", "throughput_per_s", "busy_workers", "depth_mean", "depth_current",
     "depth_while_idle",
     "retries_per_s", "errors_per_s", "unfinished_work_s", "unfinished_work_growth",
-    "longest_running_s",
+    "longest_running_s", "reconcile_panics_per_s", "reconcile_timeouts_per_s",
+    "terminal_errors_per_s", "priority_series",
 )
 """Fields read as they are: their reason when missing is about the one query behind them."""
 
@@ -1021,7 +1197,8 @@ _FIELDS = (
     *(f"{h}_{p}_s" for h in HISTOGRAMS for p, _ in QUANTILES),
     "retries_per_s", "errors_per_s", "api_calls_per_s", "throttle_s_per_s",
     "external_effects_per_s", "unfinished_work_s", "unfinished_work_growth",
-    "longest_running_s", "littles_law_ratio",
+    "longest_running_s", "littles_law_ratio", "reconcile_panics_per_s",
+    "reconcile_timeouts_per_s", "terminal_errors_per_s", "priority_series", *_PROCESS_BEYOND,
 )
 """The scalar fields of :class:`QueueSnapshot`, as derived signals."""
 

@@ -61,6 +61,51 @@ class QueueSnapshot:
     """The same by code class: 2xx, 4xx, 409, 429, 5xx."""
     throttle_s_per_s: float | None = None
     """Seconds per second spent in the client-side rate limiter (rest_client_rate_limiter_...)."""
+    api_request_s_per_s: float | None = None
+    """rate(rest_client_request_duration_seconds_sum) of the process: seconds per second its
+    workers spend waiting on API responses (opt-in in controller-runtime)."""
+    api_retries_per_s: float | None = None
+    """rate(rest_client_request_retries_total) of the process: attempts 2…N (client-go
+    retries a 429 or 5xx that carries Retry-After, sleeping inside the pass)."""
+    api_writes_per_s: float | None = None
+    """rate(rest_client_requests_total{method=~"POST|PUT|PATCH|DELETE|APPLY"}) of the
+    process: the calls that pass admission webhooks and can conflict."""
+    reconcile_panics_per_s: float | None = None
+    reconcile_timeouts_per_s: float | None = None
+    terminal_errors_per_s: float | None = None
+    """controller_runtime_terminal_reconcile_errors_total: errors the controller will not
+    retry (reconcile.TerminalError)."""
+    depth_by_priority: Mapping[str, float] = field(default_factory=dict)
+    """workqueue_depth by ``priority`` (controller-runtime's priority queue; empty for a
+    plain queue, whose series have ``priority=""``)."""
+    depth_min_by_priority: Mapping[str, float] = field(default_factory=dict)
+    """The smallest depth of each priority over the window: a low priority above 0 all along
+    had items waiting the whole window."""
+    priority_series: float | None = None
+    """How many ``priority`` values the queue's depth has (controller-runtime caps them at 25;
+    ``exceeded_cardinality_limit`` is the overflow's value)."""
+    apf_priority_level: str | None = None
+    """The API Priority and Fairness level the ``apf_*`` fields describe (the profile's,
+    ``workload-low`` unless configured). They are the level's, shared by every client in
+    it: the API server's metrics name no client."""
+    apf_wait_mean_s: float | None = None
+    """Mean queue wait of the level's executed requests (request_wait_duration_seconds,
+    execute="true")."""
+    apf_rejected_per_s: float | None = None
+    apf_rejected_by_reason: Mapping[str, float] = field(default_factory=dict)
+    """queue-full, concurrency-limit, time-out."""
+    apf_dispatched_per_s: float | None = None
+    apf_inqueue_mean: float | None = None
+    apf_seats_in_use_mean: float | None = None
+    """current_executing_seats (or request_concurrency_in_use before 1.37), averaged."""
+    apf_seat_limit: float | None = None
+    """current_limit_seats, else nominal_limit_seats, else request_concurrency_limit."""
+    apiserver_write_latency_mean_s: float | None = None
+    """Mean apiserver_request_duration_seconds of mutating verbs in the cluster."""
+    apiserver_write_sli_mean_s: float | None = None
+    """The same without webhook time and APF wait (apiserver_request_sli_duration_seconds)."""
+    admission_webhook_mean_s: Mapping[str, float] = field(default_factory=dict)
+    """Mean admission duration per webhook ``name`` in the cluster."""
     external_effects_per_s: float | None = None
     unfinished_work_s: float | None = None
     unfinished_work_growth: float | None = None

@@ -71,7 +71,12 @@ def test_good_selector_forms() -> None:
 def test_selector_goes_into_every_query() -> None:
     profile = Profile(selector=parse_selector('{namespace="x", job="y"}'))
     for sq in profile.queries(300):
-        assert sq.promql.count('namespace="x", job="y"') >= 1, sq.signal
+        if sq.key.startswith("cluster"):
+            # the API server's series carry none of the controller's labels
+            assert 'namespace="x"' not in sq.promql, sq.signal
+            assert 'job="y"' not in sq.promql, sq.signal
+        else:
+            assert sq.promql.count('namespace="x", job="y"') >= 1, sq.signal
         # a 300 s range, or the idle-depth subquery (at least 20 minutes, every 15 s)
         assert "[300s]" in sq.promql or (sq.signal == "depth_while_idle"
                                          and "[1200s:15s]" in sq.promql), sq.signal
@@ -80,6 +85,25 @@ def test_selector_goes_into_every_query() -> None:
     assert "deriv(" in gauges[ "unfinished_work_growth"]
     assert "max_over_time(" in gauges["longest_running_s"]
     assert gauges["queue_wait_buckets"].startswith("sum by (name, le)")
+
+
+def test_api_server_queries_keep_only_cluster_matchers() -> None:
+    profile = Profile(selector=parse_selector('{cluster="east", namespace="x"}'),
+                      cluster_labels=("cluster",), priority_level="ops", flow_schema="my-op")
+    cluster = [sq for sq in profile.queries(300) if sq.key.startswith("cluster")]
+    assert len(cluster) == 9
+    for sq in cluster:
+        assert 'cluster="east"' in sq.promql, sq.signal
+        assert 'namespace="x"' not in sq.promql, sq.signal
+        if sq.signal.startswith("apf_"):
+            assert 'priority_level="ops"' in sq.promql, sq.signal
+            assert "by (cluster, priority_level" in sq.promql, sq.signal
+    by = {sq.signal: sq.promql for sq in cluster}
+    assert 'flow_schema="my-op"' in by["apf_wait_mean_s"]
+    assert 'execute="true"' in by["apf_wait_mean_s"]
+    # the limit is the one query that falls back across the 1.37 removal
+    assert by["apf_seat_limit"].count(" or ") == 2
+    assert "request_concurrency_limit" in by["apf_seat_limit"]
 
 
 def test_format_duration() -> None:

@@ -163,7 +163,8 @@ def test_query_count_does_not_grow_with_queue_count(scale_prometheus: Prometheus
         assert any("process-wide" in w for w in snap.warnings)
         assert snap.queues[-1].arrival_rate_per_s == pytest.approx(n, rel=1e-6)
     assert counts["small"] == counts["large"]
-    assert counts["small"] <= 21  # one query per signal, the scrape-interval lookback
+    # one query per signal of the profile, the topology and the scrape-interval lookback
+    assert counts["small"] == len(Profile().queries(WINDOW_S)) + 2
 
 
 def test_selector_with_quote_and_backslash_selects_only_that_queue(
