@@ -317,7 +317,7 @@ def advise_data(
                               thresholds=settings.thresholds)
     plans = plan_many([
         PlanRequest(q.queue, a, histories.get(q.queue), worker_count(q.workers),
-                    q.arrival_rate_per_s, framework)
+                    q.arrival_rate_per_s, framework, q.labels.get("namespace"))
         for q, a in zip(chosen, assessments, strict=True)], settings)
     out = [QueueAdvice(q.queue, a.verdicts, dict(q.labels), p, q)
            for q, a, p in zip(chosen, assessments, plans, strict=True)]

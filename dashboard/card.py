@@ -139,8 +139,14 @@ def render_plan_card(plan: CapacityPlan, evidence: Sequence[Evidence], source: s
         html.Li([html.Span(o.action), html.Br(),
                  html.Span(f"Trade-off: {o.tradeoff}", className="ql-note")])
         for o in plan.options], id="plan-options")
-    knobs = [html.Li([html.Code(k.setting), html.Span(f" — {k.how}", className="ql-note")])
-             for k in plan.knobs]
+    knobs = [html.Li([html.Code(k.setting), html.Span(f" — {k.how}", className="ql-note")]
+                     + ([html.Details([html.Summary("the manifest (YAML)"),
+                                       dcc.Clipboard(target_id=f"plan-manifest-{i}",
+                                                     title="copy"),
+                                       html.Pre(k.manifest, id=f"plan-manifest-{i}",
+                                                className="ql-promql")])]
+                        if k.manifest else []))
+             for i, k in enumerate(plan.knobs)]
     charts = html.Div([
         html.Div(dcc.Graph(id="plan-decisive-graph", figure=pf.decisive_figure(plan),
                            config={"displaylogo": False}, style={"height": "360px"}),

@@ -485,6 +485,13 @@ def md_text(value: object) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _fence(text: str) -> str:
+    """A Markdown code fence longer than any run of backticks in ``text`` (CommonMark closes
+    a fence only with at least as many backticks), so the text cannot end it early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def _md_row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
@@ -505,6 +512,10 @@ def _md_plan(plan: CapacityPlan | None) -> list[str]:
     if plan.knobs:
         lines += ["", "Where to set it: " + "; ".join(
             f"`{md_text(k.setting)}` ({md_text(k.how)})" for k in plan.knobs)]
+        for k in plan.knobs:
+            if k.manifest:
+                fence = _fence(k.manifest)
+                lines += ["", f"{fence}yaml", *k.manifest.splitlines(), fence]
     change = change_text(payload["change"])
     if change:
         lines += ["", f"Check the change: {md_text(change)}"]
@@ -774,7 +785,10 @@ def _html_plan(plan: CapacityPlan | None) -> str:
                     for label, value, note in plan_facts(payload))
     options = "".join(f"<li>{_e(o.action)}<br><span class=\"note\">Trade-off: "
                       f"{_e(o.tradeoff)}</span></li>" for o in plan.options)
-    knobs = "".join(f"<li><code>{_e(k.setting)}</code> — {_e(k.how)}</li>" for k in plan.knobs)
+    knobs = "".join(f"<li><code>{_e(k.setting)}</code> — {_e(k.how)}"
+                    + (f"<details><summary>the manifest (YAML)</summary><pre>{_e(k.manifest)}"
+                       "</pre></details>" if k.manifest else "") + "</li>"
+                    for k in plan.knobs)
     change = change_text(payload["change"])
     caveats = "".join(f"<li>{_e(c)}</li>" for c in plan.caveats)
     return (f'<div class="plan"><h3>{_e(plan.headline)}</h3><p>{tags}</p>'

@@ -61,6 +61,7 @@ KINDS: tuple[str, ...] = (
     "contention",
     "add_workers",
     "hot_key",
+    "priority_starvation",
     "requeue_misuse",
     "long_passes",
     "over_provisioned",
@@ -134,6 +135,28 @@ class QueueSignals(Protocol):
     def unfinished_work_growth(self) -> float | None: ...
     @property
     def longest_running_s(self) -> float | None: ...
+    @property
+    def api_request_s_per_s(self) -> float | None: ...
+    @property
+    def api_writes_per_s(self) -> float | None: ...
+    @property
+    def apf_priority_level(self) -> str | None: ...
+    @property
+    def apf_wait_mean_s(self) -> float | None: ...
+    @property
+    def apf_rejected_per_s(self) -> float | None: ...
+    @property
+    def apf_inqueue_mean(self) -> float | None: ...
+    @property
+    def apf_seats_in_use_mean(self) -> float | None: ...
+    @property
+    def apf_seat_limit(self) -> float | None: ...
+    @property
+    def admission_webhook_mean_s(self) -> Mapping[str, float]: ...
+    @property
+    def depth_by_priority(self) -> Mapping[str, float]: ...
+    @property
+    def depth_min_by_priority(self) -> Mapping[str, float]: ...
     @property
     def missing(self) -> Mapping[str, str]: ...
 
@@ -387,6 +410,27 @@ class AdvisorThresholds:
         0.5, "correlation of the 409 share with busy workers over the range",
         "conflicts are contention only when they rise with concurrency; a constant share "
         "comes from other writers and does not grow with workers")
+    apf_seat_util_min: float = _th(
+        0.9, "seats in use / the seat limit of the API Priority and Fairness level "
+        "(current_executing_seats / current_limit_seats, averaged over the window)",
+        "the seats are the level's servers: a request that finds them all taken queues (or is "
+        "rejected), so a level above 90 % busy is where the wait comes from; below it APF "
+        "queueing is rare")
+    apf_wait_share_min: float = _th(
+        0.1, "API calls per pass × the level's mean APF queue wait / the pass's work time",
+        "a tenth of every pass spent queued in the API server is the level, not the "
+        "controller, setting the pace; more workers add requests to the same queue")
+    webhook_share_min: float = _th(
+        0.3, "writes per pass × the slowest admission webhook's mean duration / the pass's "
+        "work time",
+        "when a third of each pass waits on one webhook, the webhook's latency (and, if it "
+        "rises with load, its capacity) decides the throughput; the controller's own work "
+        "no longer does")
+    starvation_util_min: float = _th(
+        0.9, "busy workers / c while the lowest priority's depth stayed above 0 all window",
+        "controller-runtime's priority queue always hands out the highest priority first: "
+        "low-priority items wait only while every worker is kept busy by higher ones, so a "
+        "queue 90 % busy with a low priority never drained is starving it")
     limiter_share_min: float = _th(
         0.1, "client-side rate-limiter seconds / busy-worker seconds",
         "when 10 % of busy time is spent waiting for the process's token bucket, the limiter "
@@ -495,7 +539,8 @@ class AdvisorThresholds:
 _DIVISOR_THRESHOLDS: tuple[str, ...] = (
     "util_high", "rise_elasticity_min", "share_429_min", "limiter_share_min",
     "error_share_storm", "planned_requeue_share", "hot_excess", "long_ratio", "util_low_peak",
-    "usl_efficiency_max", "share_409_min", "retry_share_storm", "overload_ratio")
+    "usl_efficiency_max", "share_409_min", "retry_share_storm", "overload_ratio",
+    "apf_seat_util_min", "apf_wait_share_min", "webhook_share_min")
 """Thresholds the rules divide by (a verdict's strength is the margin over them): 0 is not a
 threshold but a division by zero."""
 
@@ -559,6 +604,9 @@ def headline(kind: str, evidence: Mapping[str, Any], recommendation: Mapping[str
         return "Requeues without errors: the controller polls instead of reacting"
     if kind == "long_passes":
         return "A few passes hold their worker far longer than the rest"
+    if kind == "priority_starvation":
+        return (f"Low-priority items starve (priority {evidence.get('lowest_priority')}): "
+                "higher priorities keep every worker busy")
     if kind == "stuck_workers":
         return "A worker is stuck: a pass never finishes"
     if kind == "over_provisioned":
@@ -570,7 +618,9 @@ def headline(kind: str, evidence: Mapping[str, Any], recommendation: Mapping[str
 
 _HEADLINE_LIMITS: Mapping[str, str] = MappingProxyType({
     "client_limiter": "the API client's rate limiter binds",
-    "api_server": "the API server throttles the process (429)",
+    "api_server": "the API server's priority level is saturated (APF queues or rejects "
+                  "its requests)",
+    "admission_webhook": "an admission webhook on its writes fills up with load",
     "write_conflicts": "write conflicts rise with concurrency",
     "coherency": "throughput falls past a peak worker count",
     "shared_resource": "something the passes share binds (a lock, a pool, a downstream)",
@@ -991,7 +1041,8 @@ def _run(ctx: _Ctx, process: ProcessTotals | None, client_qps: float | None) -> 
     hot = _hot_key(ctx, contention)
     long_v = _long_passes(ctx)
     requeue = _requeue_misuse(ctx)
-    for v in (stuck, storm, contention, hot, long_v, requeue):
+    starved = _priority_starvation(ctx)
+    for v in (stuck, storm, contention, hot, starved, long_v, requeue):
         if v is not None:
             out.append(v)
 
@@ -1297,7 +1348,8 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
     if calls is not None and calls > 0:
         s429 = (_num(classes.get("429")) or 0.0) / calls
         s409 = (_num(classes.get("409")) or 0.0) / calls
-        evidence.update(api_calls_per_s=calls, share_429=s429, share_409=s409)
+        evidence.update(api_calls_per_s=calls, share_429=s429, share_409=s409,
+                        api_request_s_per_s=_num(s.api_request_s_per_s))
         if s429 >= th.share_429_min:
             reasons["api_429"] = (
                 f"{100 * s429:.1f} % of the process's API calls are throttled (429)")
@@ -1335,6 +1387,18 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
                 f"{100 * share_top:.0f} % of its busy-worker time in the client-side rate "
                 "limiter")
             strength = max(strength, share_top / th.limiter_share_min)
+
+    px0 = proc.throughput_per_s
+    per_pass = (calls / px0) if calls is not None and calls > 0 and px0 else None
+    apf = _apf_reason(ctx, per_pass, evidence)
+    if apf is not None:
+        reasons["apf"], grade = apf
+        strength = max(strength, grade)
+    hook = _webhook_reason(ctx, proc, evidence, shared="duration_rise" in reasons
+                           or "usl" in reasons)
+    if hook is not None:
+        reasons["webhook"], grade = hook
+        strength = max(strength, grade)
 
     if not reasons:
         return None
@@ -1394,8 +1458,8 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
 
 
 BINDING_LIMITS: Mapping[str, str] = MappingProxyType({
-    k: BINDING_WORDS[k] for k in ("client_limiter", "api_server", "write_conflicts",
-                                  "coherency", "shared_resource")})
+    k: BINDING_WORDS[k] for k in ("client_limiter", "api_server", "admission_webhook",
+                                  "write_conflicts", "coherency", "shared_resource")})
 """What the contention verdict can name as the limit, in words (:mod:`models.options`)."""
 
 _CONTENTION_STEPS: Mapping[str, list[str]] = MappingProxyType({
@@ -1408,14 +1472,93 @@ def _binding_limit(reasons: Mapping[str, str], evidence: Mapping[str, Any], c: i
     coherency peak only from a USL fit that was itself a reason."""
     if "limiter" in reasons:
         return "client_limiter"
-    if "api_429" in reasons:
+    if "api_429" in reasons or "apf" in reasons:
         return "api_server"
+    if "webhook" in reasons:
+        return "admission_webhook"
     if "api_409" in reasons:
         return "write_conflicts"
     peak = evidence.get("usl_peak_workers")
     if "usl" in reasons and isinstance(peak, float) and c is not None and 1 <= peak <= c:
         return "coherency"
     return "shared_resource"
+
+
+def _apf_reason(ctx: _Ctx, calls_per_pass: float | None, evidence: dict[str, Any]
+                ) -> tuple[str, float] | None:
+    """The API server's priority level binds: its seats are (nearly) all in use — or it
+    rejects requests — and this process's passes spend a share of their time queued in it.
+
+    The level's figures are the level's (``apf_*``: every client of the level, blended):
+    APF metrics name no client, so the level is the profile's (``workload-low`` for every
+    ServiceAccount outside kube-system by default). What ties them to this controller is
+    its own pass: calls per pass × the level's mean wait, against the pass's work time
+    (apiserver ``pkg/util/flowcontrol``: a request waits in the level's queues for a seat;
+    ``queue-full`` / ``time-out`` rejections are the 429s the client then retries after
+    Retry-After, inside the pass)."""
+    s, th = ctx.s, ctx.th
+    limit, used = _num(s.apf_seat_limit), _num(s.apf_seats_in_use_mean)
+    wait, rejected = _num(s.apf_wait_mean_s), _num(s.apf_rejected_per_s)
+    if limit is None and wait is None and rejected is None:
+        return None
+    level = s.apf_priority_level
+    evidence.update(apf_priority_level=level, apf_seat_limit=limit, apf_seats_in_use=used,
+                    apf_wait_mean_s=wait, apf_rejected_per_s=rejected,
+                    apf_inqueue_mean=_num(s.apf_inqueue_mean))
+    util = used / limit if used is not None and limit else None
+    evidence["apf_seat_utilization"] = util
+    saturated = (util is not None and util >= th.apf_seat_util_min) or (rejected or 0) > 0
+    svc = ctx.svc
+    queued = calls_per_pass * wait if calls_per_pass is not None and wait is not None else None
+    share = queued / svc if queued is not None and svc else None
+    evidence["apf_wait_share_of_pass"] = share
+    if not saturated or share is None or queued is None or share < th.apf_wait_share_min:
+        if saturated:
+            ctx.notes["contention/apf"] = (
+                f"the API server's level {level!r} is saturated, but this queue's passes "
+                "spend little time queued in it" if share is not None else
+                f"the API server's level {level!r} is saturated; this queue's API calls per "
+                "pass are not known")
+        return None
+    rej = f", rejecting {rejected:.3g} requests/s" if rejected else ""
+    return (f"the API server's priority level {level!r} is saturated ("
+            + (f"{100 * util:.0f} % of its {limit:g} seats in use" if util is not None
+               and limit is not None else "its seats are all taken")
+            + f"{rej}); each pass waits {_fmt_s(queued)} in its queue "
+            f"({100 * share:.0f} % of the pass) — more workers send more requests into the same "
+            "queue", share / th.apf_wait_share_min)
+
+
+def _webhook_reason(ctx: _Ctx, proc: ProcessTotals, evidence: dict[str, Any], shared: bool
+                    ) -> tuple[str, float] | None:
+    """An admission webhook binds: the slowest webhook's mean admission duration
+    (``apiserver_admission_webhook_admission_duration_seconds``) × writes per pass is a
+    large share of the pass, and the work time rises with throughput (``shared``: the
+    duration-rise or USL reason) — the webhook fills up with load. A slow webhook whose
+    latency does not rise with load lengthens each pass but scales with workers: that is a
+    note, not a limit (more workers still help)."""
+    s, th = ctx.s, ctx.th
+    hooks = {k: v for k, v in (s.admission_webhook_mean_s or {}).items()
+             if v is not None and math.isfinite(v)}
+    writes, px = _num(s.api_writes_per_s), proc.throughput_per_s
+    if not hooks or writes is None or not px or not ctx.svc:
+        return None
+    name, mean = max(hooks.items(), key=lambda kv: kv[1])
+    per_pass = writes / px
+    share = per_pass * mean / ctx.svc
+    evidence.update(admission_webhook=name, admission_webhook_mean_s=mean,
+                    api_writes_per_reconcile=per_pass, webhook_share_of_pass=share)
+    if share < th.webhook_share_min:
+        return None
+    if not shared:
+        ctx.notes["contention/webhook"] = (
+            f"{100 * share:.0f} % of each pass waits on the admission webhook {name!r} "
+            f"({_fmt_s(mean)} per write); its latency did not rise with load, so more workers "
+            "still help, and a faster webhook shortens every pass")
+        return None
+    return (f"{100 * share:.0f} % of each pass waits on the admission webhook {name!r} "
+            f"({_fmt_s(mean)} per write, {per_pass:.2g} writes per pass) and the passes get "
+            "longer with load: the webhook fills up", share / th.webhook_share_min)
 
 
 def _duration_rise(ctx: _Ctx) -> tuple[float, float, float, float, float, float] | str | None:
@@ -1553,6 +1696,49 @@ def _hot_key(ctx: _Ctx, contention: Verdict | None) -> Verdict | None:
 
 
 # --- long passes -------------------------------------------------------------------------
+
+
+def _priority_starvation(ctx: _Ctx) -> Verdict | None:
+    """Low-priority items starve: the lowest priority's depth never fell to 0 in the window
+    (``min_over_time``) while the workers were kept busy — by the higher priorities, since
+    controller-runtime's priority queue (``pkg/controller/priorityqueue``) hands out the
+    highest priority first. Only ``workqueue_depth`` carries ``priority``: every wait and
+    work figure blends the priorities, so the low items' own wait cannot be read; their
+    depth all window long is the evidence."""
+    s, th = ctx.s, ctx.th
+    lows = {}
+    for text, depth in (s.depth_min_by_priority or {}).items():
+        try:
+            lows[float(text)] = (text, depth)
+        except ValueError:
+            continue  # exceeded_cardinality_limit and other non-numbers
+    if len(lows) < 2 or ctx.c is None:
+        return None
+    low_p = min(lows)
+    low_text, low_min = lows[low_p]
+    busy = _num(s.busy_workers)
+    if low_min < 1 or busy is None or busy / ctx.c < th.starvation_util_min:
+        return None
+    now = dict(s.depth_by_priority or {})
+    summary = (f"Items of priority {low_text} waited the whole window (at least "
+               f"{low_min:.3g} queued throughout) while the workers were "
+               f"{100 * busy / ctx.c:.0f} % busy with higher priorities: the priority queue "
+               "serves them only when nothing of higher priority is waiting. The wait "
+               "figures blend every priority (only the depth carries one).")
+    return _verdict(
+        "priority_starvation", "warning", summary,
+        {"lowest_priority": low_text, "lowest_priority_min_depth": low_min,
+         "depth_by_priority": now, "utilization": busy / ctx.c, "busy_workers": busy,
+         "workers": ctx.c},
+        {"action": "make_room_for_low_priority",
+         "steps": ["size the workers for every priority's demand together (the add-workers "
+                   "sizing uses the total arrival rate)",
+                   "requeue at a high priority only what is urgent; a priority below the "
+                   "default (e.g. -100) is for work that may wait indefinitely",
+                   "keep priorities to a few fixed values (controller-runtime caps them at "
+                   "25 series)"]},
+        _margin_conf(busy / ctx.c / th.starvation_util_min),
+    )
 
 
 def _long_passes(ctx: _Ctx) -> Verdict | None:

@@ -33,8 +33,10 @@ BINDING_WORDS: Mapping[str, str] = MappingProxyType({
                        "database, a downstream service)",
     "client_limiter": "the API client's rate limiter (a token bucket shared by every worker "
                       "of the process)",
-    "api_server": "the API server (it answers 429: API Priority and Fairness rejects the "
-                  "process's requests)",
+    "api_server": "the API server's priority level (API Priority and Fairness queues or "
+                  "rejects the process's requests: its seats are all taken)",
+    "admission_webhook": "an admission webhook on the controller's writes (the API server "
+                         "waits for it inside every write)",
     "write_conflicts": "write conflicts (409s rising with concurrency)",
     "coherency": "coherency (throughput falls past a peak worker count)",
     "hot_key": "one key processed serially: a workqueue never runs a key on two workers",
@@ -73,12 +75,26 @@ OPTIONS: Mapping[str, tuple[Option, ...]] = MappingProxyType({
         Option("reduce API calls per reconcile; lists and watches from the informer cache",
                "a code change; the cheapest lasting fix"),
     ),
+    "admission_webhook": (
+        Option("make the webhook keep up: more replicas, or a faster handler (it is called "
+               "inside every write of this controller)",
+               "the webhook's owner must change it; its timeoutSeconds bounds each call"),
+        Option("narrow the webhook's rules, namespaceSelector or objectSelector so it does not "
+               "see this controller's writes (or skip no-op writes)",
+               "objects the webhook no longer sees are no longer validated or mutated by it"),
+        Option("do not add workers: they queue on the webhook",
+               "none: the throughput is the webhook's"),
+    ),
     "write_conflicts": (
         Option("patch (server-side apply) instead of update, so concurrent writers do not "
                "collide",
                "a code change; field ownership must be set up"),
         Option("shard the keys so one object is not written by several controllers",
                "an architecture change"),
+        Option("key the queue by the contended object, so that one worker writes it at a "
+               "time, or run fewer workers than the conflicts start at",
+               "the work on one object is serial again (a hot key, but without the "
+               "wasted passes)"),
     ),
     "coherency": (
         Option("do not run more workers than the peak worker count",

@@ -49,6 +49,7 @@ import numpy.typing as npt
 from models.advisor import Assessment, QueueHistory, Verdict
 from models.contention import UslFit, usl_throughput
 from models.errors import ModelInputError
+from models.flowschema import flowschema_manifest
 from models.options import BINDING_WORDS, OPTIONS, Option
 from models.queueing import erlang_c
 from models.settings import AnalysisSettings
@@ -88,7 +89,7 @@ _KIND_LIMIT: Mapping[str, str] = MappingProxyType({
     "add_workers": "workers", "backlog_growing": "workers", "hot_key": "hot_key",
     "retry_storm": "retry_policy", "stuck_workers": "stuck_worker",
     "over_provisioned": "none", "healthy": "none", "insufficient_data": "unknown",
-    "requeue_misuse": "none", "long_passes": "none",
+    "requeue_misuse": "none", "long_passes": "none", "priority_starvation": "workers",
 })
 
 
@@ -121,6 +122,8 @@ class Knob:
     """e.g. ``MaxConcurrentReconciles`` or ``--concurrent-replicaset-syncs``."""
     how: str
     """Where it goes, in one sentence."""
+    manifest: str | None = None
+    """YAML to apply, when the knob is a Kubernetes object (a FlowSchema)."""
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,8 @@ class CapacityPlan:
             "service_mean_s": _clean(self.service_mean_s), "headline": self.headline,
             "kind": self.kind, "severity": self.severity, "confidence": self.confidence,
             "caveats": list(self.caveats),
-            "knobs": [{"setting": k.setting, "how": k.how} for k in self.knobs],
+            "knobs": [{"setting": k.setting, "how": k.how, "manifest": k.manifest}
+                      for k in self.knobs],
             "options": [{"rank": i + 1, "action": o.action, "tradeoff": o.tradeoff}
                         for i, o in enumerate(self.options)],
             "model": self.model, "band_source": self.band_source,
@@ -268,6 +272,8 @@ class PlanRequest:
     demand_now_per_s: float | None = None
     framework: str | None = None
     """``controller-runtime`` or ``component-base`` (kube-controller-manager), for the knob."""
+    namespace: str | None = None
+    """The controller's namespace when its series carry one (for the FlowSchema's subject)."""
 
 
 def plan_many(requests: Sequence[PlanRequest], settings: AnalysisSettings
@@ -349,7 +355,7 @@ def _plan(r: PlanRequest, settings: AnalysisSettings,
         service_mean_s=a.sizing.service_mean_s if a.sizing is not None else None,
         headline=lead.headline, kind=lead.kind, severity=lead.severity,
         confidence=lead.confidence, caveats=_caveats(verdicts, a, table, h),
-        knobs=_knobs(binding, r.queue, r.framework, rec), options=OPTIONS[binding],
+        knobs=_knobs(binding, r, rec, contention), options=OPTIONS[binding],
         model=table.model if table is not None else None, band_source=band_source,
         verdicts=verdicts, settings=settings, sizing=a.sizing, usl=usl,
         tags=tuple(v.kind for v in verdicts), table=table, band=band, fit=fit, history=h,
@@ -457,10 +463,14 @@ def _caveats(verdicts: Sequence[Verdict], a: Assessment, table: WhatIfTable | No
     return tuple(out)
 
 
-def _knobs(binding: str, queue: str, framework: str | None, rec: int | None
+def _knobs(binding: str, r: PlanRequest, rec: int | None, contention: Verdict | None
            ) -> tuple[Knob, ...]:
     n = str(rec) if rec is not None else "N"
-    kcm = framework == "component-base"
+    queue = r.queue
+    kcm = r.framework == "component-base"
+    ev = contention.evidence if contention is not None else {}
+    in_flight = ev.get("api_request_s_per_s")
+    level = ev.get("apf_priority_level") or "workload-low"
     workers = (Knob(f"--concurrent-{queue.replace('_', '-')}-syncs",
                     f"kube-controller-manager flag (or its config file) for this "
                     f"controller: --concurrent-{queue.replace('_', '-')}-syncs={n}") if kcm
@@ -473,13 +483,25 @@ def _knobs(binding: str, queue: str, framework: str | None, rec: int | None
                         "the manager's rest.Config (client-go defaults 5 / 10): the token "
                         "bucket shared by every controller of the process"))
     server = Knob("FlowSchema", "a FlowSchema matching the controller's ServiceAccount, with "
-                  "its own priority level (by default it lands in workload-low)")
+                  f"its own priority level (it now lands in {level}, shared with every "
+                  "other ServiceAccount of that level)",
+                  flowschema_manifest(queue, namespace=r.namespace,
+                                      api_request_s_per_s=in_flight
+                                      if isinstance(in_flight, float) else None))
+    hook = ev.get("admission_webhook")
+    webhook = Knob("ValidatingWebhookConfiguration / MutatingWebhookConfiguration",
+                   (f"the webhook {hook}: " if hook else "the webhook: ")
+                   + "more replicas of its server, or rules / namespaceSelector / "
+                   "objectSelector that leave out this controller's writes; timeoutSeconds "
+                   "bounds each call")
     if binding in ("workers", "coherency", "none"):
         return (workers,)
     if binding == "client_limiter":
         return (client, server)
     if binding == "api_server":
         return (server, client)
+    if binding == "admission_webhook":
+        return (webhook,)
     return ()
 
 

@@ -95,6 +95,8 @@ class QueueView:
     message: str = ""
     figures: Mapping[str, fg.Figure] = field(default_factory=dict)
     measures: tuple[Measure, ...] = ()
+    beyond: tuple[Measure, ...] = ()
+    """Beyond the queue: the API client and server, webhooks, priorities."""
     model_fit: tuple[str, ...] = ()
     fluid: str = ""
     summary: str = ""
@@ -268,6 +270,58 @@ def measures(q: QueueSnapshot) -> tuple[Measure, ...]:
     )
 
 
+def beyond_measures(q: QueueSnapshot) -> tuple[Measure, ...]:
+    """Where the wait goes beyond the queue: the API client's time, the API server's priority
+    level, the admission webhooks, the priority queue and the failures that are not plain
+    errors (issue 13); the same snapshot figures the advisor reads."""
+    from dashboard.numbers import number_text
+
+    why = dict(q.missing)
+
+    def note(base: str, *fields: str) -> str:
+        reasons = [why[f] for f in fields if f in why]
+        return base + (f" Missing: {reasons[0]}." if reasons else "")
+
+    util = ratio(q.apf_seats_in_use_mean, q.apf_seat_limit)
+    hooks = sorted(q.admission_webhook_mean_s.items(), key=lambda kv: -kv[1])
+    slowest = (f"{hooks[0][0]} {number_text(hooks[0][1], 's')}" if hooks else "no data")
+    prio = " · ".join(f"{p}: {sig(d)}" for p, d in q.depth_by_priority.items())
+    return (
+        Measure("API time (whole process)",
+                f"{fmt(q.api_request_s_per_s)} requests in flight · writes "
+                f"{fmt(q.api_writes_per_s, '/s')} · retries {fmt(q.api_retries_per_s, '/s')}",
+                note("rest_client_request_duration_seconds: seconds per second in API calls "
+                     "(Little's law: requests in flight); retries sleep Retry-After inside "
+                     "the pass.", "api_request_s_per_s")),
+        Measure(f"API server level {q.apf_priority_level or ''}".strip(),
+                f"seats {fmt(q.apf_seats_in_use_mean)} of {fmt(q.apf_seat_limit)}"
+                + (f" ({100 * util:.0f} %)" if util is not None else "")
+                + f" · queue wait {number_text(q.apf_wait_mean_s, 's')} · rejected "
+                f"{fmt(q.apf_rejected_per_s, '/s')}",
+                note("apiserver_flowcontrol_*: the level's figures, shared by every client "
+                     "in it (a dedicated FlowSchema makes them this controller's).",
+                     "apf_seat_limit")),
+        Measure("admission webhooks (slowest)",
+                f"{slowest} · writes {number_text(q.apiserver_write_latency_mean_s, 's')} "
+                f"(without webhooks and APF wait "
+                f"{number_text(q.apiserver_write_sli_mean_s, 's')})",
+                note("apiserver_admission_webhook_admission_duration_seconds, cluster-wide.",
+                     "admission_webhook_mean_s", "apiserver_write_latency_mean_s")),
+        Measure("depth by priority",
+                prio or "not a priority queue",
+                note("Only workqueue_depth carries priority: wait and work figures blend "
+                     "the priorities." + (f" {sig(q.priority_series)} priority values."
+                                          if q.priority_series else ""), "priority_series")),
+        Measure("failures beyond errors",
+                f"panics {fmt(q.reconcile_panics_per_s, '/s')} · timeouts "
+                f"{fmt(q.reconcile_timeouts_per_s, '/s')} · terminal "
+                f"{fmt(q.terminal_errors_per_s, '/s')}",
+                note("controller_runtime_reconcile_{panics,timeouts}_total and "
+                     "terminal_reconcile_errors_total: terminal errors are not retried.",
+                     "reconcile_panics_per_s")),
+    )
+
+
 def queue_view(source: Source | None, name: str, range_key: str, now: float,
                settings: AnalysisSettings | None = None) -> QueueView:
     """Read the queue from ``source`` and build the page's content (see module docstring).
@@ -315,7 +369,8 @@ def queue_view(source: Source | None, name: str, range_key: str, now: float,
         summary += " " + " ".join(warnings)
     evidence = (plan_evidence(q, plan, getattr(source, "profile", None))
                 if plan is not None else ())
-    return QueueView(q.queue, "", figs, measures(q), model_fit(q), fluid_text, summary,
+    return QueueView(q.queue, "", figs, measures(q), beyond_measures(q), model_fit(q),
+                     fluid_text, summary,
                      verdicts, advice_note, plan, evidence, snap.source)
 
 
@@ -452,7 +507,11 @@ def render_view(view: QueueView) -> tuple[Any, ...]:
         return (view.message, "", "", "", "", *empty)
     figs = [view.figures.get(g, e) for g, e in zip(GRAPH_IDS, empty, strict=True)]
     fit = [html.Li(line) for line in view.model_fit]
-    return ("", render_measures(view.measures), html.Ul(fit), view.fluid, view.summary, *figs)
+    shown = html.Div([render_measures(view.measures),
+                      html.H3("Beyond the queue: API client, API server, webhooks, priorities"),
+                      render_measures(view.beyond)], id="queue-beyond") if view.beyond \
+        else render_measures(view.measures)
+    return ("", shown, html.Ul(fit), view.fluid, view.summary, *figs)
 
 
 _TITLES = {

@@ -103,6 +103,26 @@ def test_measures_say_no_data_not_zero() -> None:
     assert items[2].value.startswith("0 /s · 0 per reconcile")  # a measured zero stays 0
     assert items[4].value == "no data · no data per reconcile"
     assert "no metric" in items[4].note
+    # beyond the queue: nothing measured reads as no data, never as 0
+    beyond = qp.beyond_measures(q)
+    assert [m.label.split(" ")[0] for m in beyond] == ["API", "API", "admission", "depth",
+                                                      "failures"]
+    assert beyond[1].value.startswith("seats no data of no data · queue wait no data")
+    assert beyond[3].value == "not a priority queue"
+
+
+def test_beyond_measures_show_the_level_and_the_priorities() -> None:
+    q = QueueSnapshot(queue="x", apf_priority_level="workload-low", apf_seats_in_use_mean=38.0,
+                      apf_seat_limit=40.0, apf_wait_mean_s=0.25, apf_rejected_per_s=1.5,
+                      depth_by_priority={"10": 1.0, "-100": 6.0},
+                      admission_webhook_mean_s={"fast": 0.01, "slow.example.com": 0.2})
+    items = {m.label: m for m in qp.beyond_measures(q)}
+    level = items["API server level workload-low"].value
+    assert level.startswith("seats 38 of 40 (95 %)")
+    assert "queue wait 0.25 s" in level
+    assert "rejected 1.5 /s" in level
+    assert items["admission webhooks (slowest)"].value.startswith("slow.example.com 0.2 s")
+    assert items["depth by priority"].value == "10: 1 · -100: 6"
 
 
 def test_measures_give_a_decade_bucket_as_a_range_and_explain_a_long_tail() -> None:
@@ -209,7 +229,10 @@ def test_render_view_outputs() -> None:
     assert len(figs) == len(qp.GRAPH_IDS)
     assert fluid.startswith("Fluid view")
     assert "points per signal" in summary
-    assert measures.children.children[0].children[0].children.startswith("queue age")
+    five, heading, beyond = measures.children
+    assert five.children.children[0].children[0].children.startswith("queue age")
+    assert heading.children.startswith("Beyond the queue")
+    assert beyond.children.children[0].children[0].children == "API time (whole process)"
 
 
 def test_layout_decodes_the_name_and_keeps_it_text() -> None:
