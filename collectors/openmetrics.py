@@ -6,6 +6,9 @@ controller / REST-client metrics — used both by :func:`render_openmetrics` (fo
 ``promtool tsdb create-blocks-from openmetrics``) and by the live exporter
 (:mod:`collectors.exporter`). Every series also carries ``pod``, standing in for the target
 label a Kubernetes scrape adds: it says which process (and so which API client) a queue runs in.
+:func:`simulated_families` writes simulated controllers, and the API server of one whose
+server side was modelled (``job="apiserver"``, the metric names, labels, buckets and help
+texts of k8s.io/apiserver 1.37, or 1.36 with its hidden pre-1.37 APF gauges).
 
 OpenMetrics rules honoured (promtool 2.42): timestamps in seconds, ascending within each
 series, one value per timestamp, families contiguous, a ``+Inf`` bucket, no blank lines,
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -24,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from models import fleet as fl
-from models.scrape import ScrapedHistogram, ScrapedMetrics
+from models.scrape import ScrapedHistogram, ScrapedMetrics, ScrapedServer
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -76,6 +79,48 @@ HELP = {
     "Broken down by verb, and host.",
     "rest_client_request_duration_seconds": "Request latency in seconds. Broken down by verb, "
     "and host.",
+    "rest_client_request_retries": "Number of request retries, partitioned by status code, "
+    "verb, and host.",
+    # the API server (k8s.io/apiserver; component-base prefixes the stability level, and
+    # "(Deprecated since …)" to a deprecated metric, as the server's /metrics shows them)
+    "apiserver_flowcontrol_request_wait_duration_seconds": "[BETA] Length of time a request "
+    "spent waiting in its queue",
+    "apiserver_flowcontrol_rejected_requests": "[BETA] Number of requests rejected by API "
+    "Priority and Fairness subsystem",
+    "apiserver_flowcontrol_dispatched_requests": "[BETA] Number of requests executed by API "
+    "Priority and Fairness subsystem",
+    "apiserver_flowcontrol_current_inqueue_requests": "[BETA] Number of requests currently "
+    "pending in queues of the API Priority and Fairness subsystem",
+    "apiserver_flowcontrol_current_executing_requests": "[BETA] Number of requests in initial "
+    "(for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness "
+    "subsystem",
+    "apiserver_flowcontrol_current_executing_seats": "[BETA] Concurrency (number of seats) "
+    "occupied by the currently executing (initial stage for a WATCH, any stage otherwise) "
+    "requests in the API Priority and Fairness subsystem",
+    "apiserver_flowcontrol_nominal_limit_seats": "[BETA] Nominal number of execution seats "
+    "configured for each priority level",
+    "apiserver_flowcontrol_current_limit_seats": "[ALPHA] current derived number of execution "
+    "seats available to each priority level",
+    "apiserver_flowcontrol_request_concurrency_limit": "[ALPHA] (Deprecated since 1.30.0) "
+    "Nominal number of execution seats configured for each priority level",
+    "apiserver_flowcontrol_request_concurrency_in_use": "[ALPHA] (Deprecated since 1.31.0) "
+    "Concurrency (number of seats) occupied by the currently executing (initial stage for a "
+    "WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem",
+    "apiserver_request": "[STABLE] Counter of apiserver requests broken out for each verb, dry "
+    "run value, group, version, resource, scope, component, and HTTP response code.",
+    "apiserver_request_duration_seconds": "[STABLE] Response latency distribution in seconds "
+    "for each verb, dry run value, group, version, resource, subresource, scope and component.",
+    "apiserver_request_sli_duration_seconds": "[ALPHA] Response latency distribution (not "
+    "counting webhook duration and priority & fairness queue wait times) in seconds for each "
+    "verb, group, version, resource, subresource, scope and component.",
+    "apiserver_admission_webhook_admission_duration_seconds": "[STABLE] Admission webhook "
+    "latency histogram in seconds, identified by name and broken out for each operation and "
+    "API resource and type (validate or admit).",
+    "apiserver_admission_webhook_request": "[ALPHA] Admission webhook request total, "
+    "identified by name and broken out for each admission type (validating or mutating) and "
+    "operation. Additional labels specify whether the request was rejected or not and an HTTP "
+    "status code. Codes greater than 600 are truncated to 600, to keep the metrics cardinality "
+    "bounded.",
     "external_dns_provider_requests": "Requests the controller sent to the DNS provider API "
     "(demo: the external effects of the dnsrecord queue), by result",
 }
@@ -96,12 +141,53 @@ def _scraped_histogram(name: str, labels: dict[str, str], h: ScrapedHistogram,
     return out
 
 
+APISERVER_GENERATIONS: tuple[str, ...] = ("1.36", "1.37")
+"""API server metric generations :func:`simulated_families` can write: 1.36 also exposes the
+pre-1.37 ``apiserver_flowcontrol_request_concurrency_limit`` / ``…_in_use`` (deprecated in
+1.30 / 1.31, hidden since, shown in 1.36 with ``--show-hidden-metrics-for-version=1.35``;
+removed in 1.37 by kubernetes commit 917e64fb9)."""
+APISERVER_JOB = "apiserver"
+API_RESOURCE: tuple[str, str, str] = ("example.com", "v1", "widgets")
+"""(group, version, resource) of the objects a simulated controller reads and writes."""
+WEBHOOK_NAME = "validate.example.com"
+
+
 def simulated_families(
-    controllers: Sequence[tuple[str, str, ScrapedMetrics]], start: float
+    controllers: Sequence[tuple[str, str, ScrapedMetrics]], start: float, *,
+    cluster_label: str | None = None,
+    apiserver_generation: str = "1.37",
+    priority_level: str = "workload-low",
+    flow_schema: str = "service-accounts",
+    api_resource: tuple[str, str, str] = API_RESOURCE,
+    webhook_name: str = WEBHOOK_NAME,
 ) -> list[Family]:
     """The series of simulated controllers — (queue name, pod, scraped metrics) each, every
     controller in its own process — at ``start`` + their scrape times: the families a
-    controller-runtime manager exposes (:mod:`models.scrape` says what each one counts)."""
+    controller-runtime manager exposes (:mod:`models.scrape` says what each one counts), and,
+    for a controller whose API server was modelled, that server's (``job="apiserver"``, no
+    ``pod``): its APF priority level ``priority_level`` / ``flow_schema`` (the defaults are
+    where every ServiceAccount outside kube-system lands), and its request and admission
+    series for the controller's ``api_resource`` (a webhook ``webhook_name``).
+
+    ``cluster_label``: a label put on every series of a controller, its server's included,
+    with the controller's pod as value — so that a Prometheus holding many simulated clusters
+    can join a controller with its own API server (without it, two modelled servers would
+    write the same series, so that is refused). ``apiserver_generation``: "1.37" (default) or
+    "1.36" (:data:`APISERVER_GENERATIONS`)."""
+    if apiserver_generation not in APISERVER_GENERATIONS:
+        raise ValueError(f"apiserver_generation must be one of {', '.join(APISERVER_GENERATIONS)}"
+                         f", got {apiserver_generation!r}")
+    reserved = {"name", "controller", "pod", "result", "code", "method", "verb", "host", "le",
+                "job", "priority_level", "flow_schema", "execute", "reason", "dry_run", "group",
+                "version", "resource", "subresource", "scope", "component", "type",
+                "operation", "rejected"}
+    if cluster_label is not None and (cluster_label in reserved or not cluster_label.isidentifier()
+                                      or cluster_label.startswith("__")):
+        raise ValueError(f"cluster_label must be a label name not used by the series, got "
+                         f"{cluster_label!r}")
+    if cluster_label is None and sum(m.server is not None for _, _, m in controllers) > 1:
+        raise ValueError("several controllers have a modelled API server: give cluster_label "
+                         "so that their servers' series differ")
     fams: dict[str, Family] = {}
 
     def add(name: str, kind: str, series: list[Series]) -> None:
@@ -109,8 +195,9 @@ def simulated_families(
 
     for queue, pod, m in controllers:
         t = start + m.t_s
-        wq = {"name": queue, "controller": queue, "pod": pod}
-        cr = {"controller": queue, "pod": pod}
+        extra = {cluster_label: pod} if cluster_label is not None else {}
+        wq = {"name": queue, "controller": queue, "pod": pod, **extra}
+        cr = {"controller": queue, "pod": pod, **extra}
         add("workqueue_depth", "gauge", [Series("workqueue_depth", wq, m.gauges["depth"], t)])
         add("workqueue_adds", "counter",
             [Series("workqueue_adds_total", wq, m.counters["adds"], t)])
@@ -134,16 +221,92 @@ def simulated_families(
                           "max_concurrent_reconciles"),
                          ("controller_runtime_active_workers", "active_workers")):
             add(fam, "gauge", [Series(fam, cr, m.gauges[key], t)])
-        if m.api_calls:
+        if m.api is not None:
             add("rest_client_requests", "counter", [Series(
                 "rest_client_requests_total",
-                {"code": "200", "host": fl.API_HOST, "method": "GET", "pod": pod},
+                {"code": code, "host": fl.API_HOST, "method": verb, "pod": pod, **extra},
+                values, t) for (code, verb), values in m.api.requests.items()])
+            if m.api.retries:
+                add("rest_client_request_retries", "counter", [Series(
+                    "rest_client_request_retries_total",
+                    {"code": code, "host": fl.API_HOST, "verb": verb, "pod": pod, **extra},
+                    values, t) for (code, verb), values in m.api.retries.items()])
+            for fam, by_verb in (("rest_client_rate_limiter_duration_seconds", m.api.limiter),
+                                 ("rest_client_request_duration_seconds",
+                                  m.api.request_duration)):
+                for verb, h in by_verb.items():
+                    add(fam, "histogram", _scraped_histogram(
+                        fam, {"host": fl.API_HOST, "verb": verb, "pod": pod, **extra}, h, t))
+        elif m.api_calls:
+            add("rest_client_requests", "counter", [Series(
+                "rest_client_requests_total",
+                {"code": "200", "host": fl.API_HOST, "method": "GET", "pod": pod, **extra},
                 m.counters["api_requests"], t)])
-            rc = {"host": fl.API_HOST, "verb": "GET", "pod": pod}
+            rc = {"host": fl.API_HOST, "verb": "GET", "pod": pod, **extra}
             for fam, key in (("rest_client_rate_limiter_duration_seconds", "api_limiter"),
                              ("rest_client_request_duration_seconds", "api_request")):
                 add(fam, "histogram", _scraped_histogram(fam, rc, m.histograms[key], t))
+        if m.server is not None:
+            _server_families(add, m.server, t, {"job": APISERVER_JOB, **extra},
+                             apiserver_generation, priority_level, flow_schema, api_resource,
+                             webhook_name)
     return list(fams.values())
+
+
+def _server_families(add: Callable[[str, str, list[Series]], None], srv: ScrapedServer,
+                     t: FloatArray, job: dict[str, str], generation: str, pl: str, fs: str,
+                     resource: tuple[str, str, str], webhook: str) -> None:
+    """One modelled API server's series (see :func:`simulated_families`)."""
+    if srv.apf_seats is not None:
+        plfs = {"priority_level": pl, "flow_schema": fs, **job}
+        only_pl = {"priority_level": pl, **job}
+        fam = "apiserver_flowcontrol_request_wait_duration_seconds"
+        for execute, h in srv.apf_wait.items():
+            add(fam, "histogram", _scraped_histogram(fam, {**plfs, "execute": execute}, h, t))
+        add("apiserver_flowcontrol_rejected_requests", "counter", [Series(
+            "apiserver_flowcontrol_rejected_requests_total", {**plfs, "reason": reason},
+            values, t) for reason, values in srv.apf_rejected.items()])
+        add("apiserver_flowcontrol_dispatched_requests", "counter", [Series(
+            "apiserver_flowcontrol_dispatched_requests_total", plfs, srv.apf_dispatched, t)])
+        seats = np.full(t.size, float(srv.apf_seats))
+        gauges: list[tuple[str, dict[str, str], FloatArray]] = [
+            ("apiserver_flowcontrol_current_inqueue_requests", plfs, srv.apf_inqueue),
+            ("apiserver_flowcontrol_current_executing_requests", plfs, srv.apf_executing),
+            ("apiserver_flowcontrol_current_executing_seats", plfs, srv.apf_executing),
+            ("apiserver_flowcontrol_nominal_limit_seats", only_pl, seats),
+            ("apiserver_flowcontrol_current_limit_seats", only_pl, seats),
+        ]
+        if generation == "1.36":
+            gauges += [
+                ("apiserver_flowcontrol_request_concurrency_limit", only_pl, seats),
+                ("apiserver_flowcontrol_request_concurrency_in_use", plfs, srv.apf_executing),
+            ]
+        for name, labels, values in gauges:
+            add(name, "gauge", [Series(name, labels, values, t)])
+    group, version, res = resource
+    for verb, h in srv.request_duration.items():
+        labels = {"verb": verb, "dry_run": "", "group": group, "version": version,
+                  "resource": res, "subresource": "", "scope": "resource",
+                  "component": "apiserver", **job}
+        fam = "apiserver_request_duration_seconds"
+        add(fam, "histogram", _scraped_histogram(fam, labels, h, t))
+        sli = {k: v for k, v in labels.items() if k != "dry_run"}
+        fam = "apiserver_request_sli_duration_seconds"
+        add(fam, "histogram", _scraped_histogram(fam, sli, srv.request_sli[verb], t))
+    add("apiserver_request", "counter", [Series(
+        "apiserver_request_total",
+        {"verb": verb, "dry_run": "", "group": group, "version": version, "resource": res,
+         "subresource": "", "scope": "resource", "component": "apiserver", "code": code, **job},
+        values, t) for (verb, code), values in srv.request_total.items()])
+    if srv.webhook is not None:
+        hook = {"name": webhook, "type": "validate", "operation": "UPDATE", "rejected": "false",
+                **job}
+        fam = "apiserver_admission_webhook_admission_duration_seconds"
+        add(fam, "histogram", _scraped_histogram(fam, hook, srv.webhook, t))
+        add("apiserver_admission_webhook_request", "counter", [Series(
+            "apiserver_admission_webhook_request_total",
+            {"name": webhook, "type": "validate", "operation": "UPDATE", "code": "200",
+             "rejected": "false", **job}, srv.webhook.count, t)])
 
 
 def _histogram(
@@ -309,7 +472,8 @@ def render_families(families: Sequence[Family], times: FloatArray | None = None,
 def write_families(out: TextIO, families: Sequence[Family], times: FloatArray | None = None,
                    extra_labels: Mapping[str, str] | None = None) -> None:
     """:func:`render_families` written to ``out`` one series at a time (a backfill of a
-    hundred controllers is hundreds of megabytes of text, never held at once)."""
+    hundred controllers is hundreds of megabytes of text, never held at once). A series'
+    own label wins over an ``extra_labels`` one of the same name (the API server's ``job``)."""
     shared = [_number(float(x)) for x in times] if times is not None else None
     extra = dict(extra_labels or {})
     for family in families:
@@ -320,7 +484,8 @@ def write_families(out: TextIO, families: Sequence[Family], times: FloatArray | 
             stamps = [_number(float(x)) for x in s.times] if s.times is not None else shared
             if stamps is None:
                 raise ValueError(f"series {s.sample} has no times")
-            head = s.sample + _labels({**s.labels, **extra})
+            own = s.labels
+            head = s.sample + _labels({**own, **{k: v for k, v in extra.items() if k not in own}})
             out.write("".join(
                 f"{head} {_number(v)} {ts}\n"
                 for v, ts in zip(s.values.tolist(), stamps, strict=True)

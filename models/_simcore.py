@@ -22,6 +22,13 @@ count, decorrelated-jitter memory) is one 64-byte record in an open-addressing h
 (linear probing, backward-shift deletion): keys may be anywhere in 0…2^63, and a record is
 freed when its key has no state left, so memory follows the keys in play, as the dicts did.
 
+The API server side of the simulator (writes, the APF priority level, client-go's retries,
+the admission webhook, conflicts; see ``models.simulate``) is computed when a call leaves the
+client's token bucket (``_server_call``), in the order of the calls; with it off, the loop
+takes the very same steps as without it. One approximation: a request that times out in the
+APF queue is fed to the Retry-After tracker when it is queued (at its time-out time), so a
+drop of an earlier second processed later counts in that second.
+
 A loop runs until it finishes or until one more event might need what it does not have (a
 fresh block of random numbers, the next arrival block, a larger array); it then saves its
 scalars in a one-row state record and returns ``NEED``. The Python driver refills or grows
@@ -54,7 +61,7 @@ import numba
 import numpy as np
 import numpy.typing as npt
 
-from models.scrape import LOG_KINDS
+from models.scrape import ATTEMPT_LOG, BACKGROUND_LOG, LOG_KINDS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -95,9 +102,14 @@ KEYREC = np.dtype([
     ("key", np.int64), ("flags", np.int64), ("seq", np.int64), ("fails", np.int64),
     ("add", np.float64), ("start", np.float64), ("wait", np.float64), ("prev", np.float64),
     ("calls", np.int64),
+    # the API server side (models.simulate: writes, APF, webhook, conflicts): the attempt of
+    # the current call, the time of the object version the pass has seen, and when the
+    # current call's first attempt left the client's token bucket
+    ("attempt", np.int64), ("seen", np.float64), ("first", np.float64),
 ])
 EMPTY = -1
 DIRTY, PROC, WAIT, PEN = 1, 2, 4, 8  # dirty (add time valid), processing, retry waiting, penalised
+APIFAIL = 16  # the pass's API call failed (409, or 429 after the last retry): the pass fails
 
 # --- trace entries -----------------------------------------------------------------------------
 TRACE = np.dtype([("t", np.float64), ("kind", np.int64), ("key", np.int64), ("value", np.float64)])
@@ -110,6 +122,12 @@ LOG = np.dtype([("t", np.float64), ("kind", np.int64), ("value", np.float64)])
 LOG_ADD, LOG_GET, LOG_OK, LOG_FAIL_DELAY, LOG_FAIL_NOW, LOG_CALL = (
     _i64(LOG_KINDS.index(name)) for name in ("add", "get", "ok", "fail_delay", "fail_now", "call"))
 """The record kinds of :data:`models.scrape.LOG_KINDS` (defined there)."""
+ALOG = ATTEMPT_LOG
+"""One record per API request attempt when the API server side is modelled
+(:data:`models.scrape.ATTEMPT_LOG`, defined there)."""
+SLOG = BACKGROUND_LOG
+"""One record per background request of the APF priority level
+(:data:`models.scrape.BACKGROUND_LOG`)."""
 
 # --- retry limiter (models.ratelimit.RetryPolicy.build) --------------------------------------
 LIMITER = np.dtype([
@@ -132,6 +150,15 @@ SIM_PARAMS = np.dtype([
     ("ext_on", np.int64), ("lock_f", np.float64), ("sigma", np.float64), ("kappa", np.float64),
     ("n_calls", np.int64), ("call_lat", np.float64), ("aq", np.float64), ("aburst", np.float64),
     ("log_on", np.int64),
+    # the API server side (off unless srv_on): writes among the calls, the APF priority level
+    # (seats = the size of the seat heap; queue limit, wait limit, fixed Retry-After or 0 for
+    # the dynamic one, the background requests' seat time), client-go's retries, the
+    # admission webhook (concurrency 0 = unlimited), the shared objects (0 = no conflicts),
+    # and the end of the window
+    ("srv_on", np.int64), ("n_writes", np.int64), ("apf_on", np.int64), ("apf_limit", np.int64),
+    ("apf_wait_limit", np.float64), ("apf_ra", np.float64), ("bg_lat", np.float64),
+    ("max_retries", np.int64), ("hook_lat", np.float64), ("hook_k", np.int64),
+    ("n_objects", np.int64), ("horizon", np.float64),
 ])
 SIM_STATE = np.dtype([
     # positions in the input blocks
@@ -151,6 +178,15 @@ SIM_STATE = np.dtype([
     ("busy", np.int64), ("retire", np.int64), ("lock_free", np.float64),
     ("lock_wait", np.float64), ("lock_n", np.int64), ("api_wait", np.float64),
     ("api_n", np.int64), ("nlog", np.int64),
+    # the API server side (read and written in place, never cached in locals): attempts
+    # answered in the window and their outcomes, the APF level's counts (controller and
+    # background), its busy-seat area, the webhook's, the background position and the logs
+    ("att_n", np.int64), ("n429", np.int64), ("n409", np.int64), ("nretry", np.int64),
+    ("nfailcall", np.int64), ("nwrite_ok", np.int64), ("apf_wait_sum", np.float64),
+    ("apf_wait_n", np.int64), ("apf_disp", np.int64), ("apf_rej_qf", np.int64),
+    ("apf_rej_to", np.int64), ("apf_busy", np.float64), ("hook_n", np.int64),
+    ("hook_wait", np.float64), ("hook_sum", np.float64), ("ibg", np.int64),
+    ("rq_head", np.int64), ("rq_len", np.int64), ("nalog", np.int64), ("nslog", np.int64),
 ])
 
 
@@ -242,6 +278,7 @@ def _copy_record(dst: Arr, i: int, src: Arr, j: int) -> None:
     d.key, d.flags, d.seq, d.fails = r.key, r.flags, r.seq, r.fails
     d.add, d.start, d.wait, d.prev = r.add, r.start, r.wait, r.prev
     d.calls = r.calls
+    d.attempt, d.seen, d.first = r.attempt, r.seen, r.first
 
 
 @_jit
@@ -342,6 +379,167 @@ def _when(lim: Arr, bucket: Arr, n: int, prev: float, u: float,
     return d, own, False
 
 
+# === the API server side: the APF priority level, the webhook, Retry-After =====================
+#
+# Every controller request reaches the server in the order of its CALL event (the client's
+# token bucket grants in reservation order, so the arrival times t + delay never decrease), and
+# the level is one FIFO queue over its seats: a request's start is max(arrival, the earliest
+# free seat), decided when it arrives; the background requests are drawn in advance and
+# admitted, in time order, up to each controller arrival. The queue itself is a ring of the
+# times the waiting requests leave it (their start, or their time-out), which never decrease
+# in arrival order either; the webhook is a FIFO over its own slots, fed in start order.
+
+TRK_CUR, TRK_CNT, TRK_RA, TRK_UPD, TRK_HEAD, TRK_LEN, TRK_LAST = (_i64(i) for i in range(7))
+"""Fields of the Retry-After tracker's state row (apiserver ``dropped_requests_tracker.go``):
+the current second and its drops, the Retry-After, when it was last raised, the history ring
+(head, length) and the last second fed."""
+MAX_RETRY_AFTER = 32
+_NEVER = -(1 << 40)
+
+
+def new_tracker() -> tuple[Arr, Arr, Arr]:
+    """A fresh Retry-After tracker: its state row and its history ring (seconds, drops)."""
+    trk = np.zeros(8, dtype=np.int64)
+    trk[TRK_CUR] = trk[TRK_UPD] = trk[TRK_LAST] = _NEVER
+    trk[TRK_RA] = 1
+    return trk, np.zeros(64, dtype=np.int64), np.zeros(64, dtype=np.int64)
+
+
+@_jit
+def _dropped(trk: Arr, hu: Arr, hc: Arr, t: float) -> int:
+    """``RecordDroppedRequest`` then ``GetRetryAfter`` of k8s.io/apiserver's
+    ``pkg/util/flowcontrol/dropped_requests_tracker.go`` for a drop at time t (its unix
+    second): the Retry-After starts at 1 s; when the second changes, the drops of the last
+    Retry-After seconds (before the new one) are summed: at least 3 × Retry-After (and one
+    Retry-After since the last raise) doubles it, up to 32 s; fewer than Retry-After lowers it
+    by 1 s. Seconds are fed in non-decreasing order (an earlier one counts as the last)."""
+    u = np.int64(math.floor(t))
+    if u < trk[TRK_LAST]:
+        u = trk[TRK_LAST]
+    trk[TRK_LAST] = u
+    if trk[TRK_CUR] == u:
+        trk[TRK_CNT] += 1
+        return int(trk[TRK_RA])
+    cap = hu.size
+    cur = trk[TRK_CUR]
+    j = (trk[TRK_HEAD] + trk[TRK_LEN]) % cap
+    hu[j], hc[j] = cur, trk[TRK_CNT]
+    trk[TRK_LEN] += 1
+    while trk[TRK_LEN] > 0 and cur - hu[trk[TRK_HEAD]] > MAX_RETRY_AFTER:
+        trk[TRK_HEAD] = (trk[TRK_HEAD] + 1) % cap
+        trk[TRK_LEN] -= 1
+    trk[TRK_CUR], trk[TRK_CNT] = u, 1
+    ra = trk[TRK_RA]
+    dropped = 0
+    for i in range(trk[TRK_LEN] - 1, -1, -1):
+        e = (trk[TRK_HEAD] + i) % cap
+        if u - hu[e] > ra:
+            break
+        if hu[e] < u:
+            dropped += hc[e]
+    if u - trk[TRK_UPD] >= ra and dropped >= 3 * ra:
+        ra = 2 * ra if 2 * ra < MAX_RETRY_AFTER else MAX_RETRY_AFTER
+        trk[TRK_UPD] = u
+    elif dropped < ra and ra > 1:
+        ra -= 1
+    trk[TRK_RA] = ra
+    return int(ra)
+
+
+@_jit
+def _fheap_replace(h: Arr, v: float) -> None:
+    """heapq.heapreplace on a min-heap of floats (seat or webhook-slot free times): the
+    smallest is replaced by v."""
+    n = h.size
+    pos = 0
+    while True:
+        c = 2 * pos + 1
+        if c >= n:
+            break
+        if c + 1 < n and h[c + 1] < h[c]:
+            c += 1
+        if h[c] < v:
+            h[pos] = h[c]
+            pos = c
+        else:
+            break
+    h[pos] = v
+
+
+@_jit
+def _overlap(a: float, b: float, lo: float, hi: float) -> float:
+    x = (b if b < hi else hi) - (a if a > lo else lo)
+    return x if x > 0 else 0.0
+
+
+@_jit
+def _apf_arrive(st: Arr, seats: Arr, ring: Arr, x: float, limit: int,
+                wait_limit: float) -> tuple[float, int]:
+    """A request arrives at the level at x: (its start, 0) if it will be dispatched; (x, 1)
+    if no seat is free and the queue already holds ``limit`` requests (queue-full, or
+    concurrency-limit for a level without a queue, ``limit`` 0); (x + wait limit, 2) if its
+    wait would pass the wait limit (time-out). The caller takes the seat of a dispatched
+    request."""
+    S = st[0]
+    cap = ring.size
+    h, n = S.rq_head, S.rq_len
+    while n > 0 and ring[h] <= x:
+        h += 1
+        if h == cap:
+            h = 0
+        n -= 1
+    outcome = 0
+    f = seats[0]
+    start = x if f <= x else f
+    if start > x and n >= limit:
+        start = x
+        outcome = 1
+    elif start - x > wait_limit:
+        start = x + wait_limit
+        outcome = 2
+        ring[(h + n) % cap] = start
+        n += 1
+    elif start > x:
+        ring[(h + n) % cap] = start
+        n += 1
+    S.rq_head, S.rq_len = h, n
+    return start, outcome
+
+
+@_jit
+def _background_upto(st: Arr, prm: Arr, x: float, bg: Arr, seats: Arr, ring: Arr,
+                     trk: Arr, hu: Arr, hc: Arr, slog: Arr) -> None:
+    """Admit the background requests that arrive at or before x (in time order): each is
+    dispatched for ``bg_lat`` seconds of a seat, or rejected (and dropped)."""
+    S, P = st[0], prm[0]
+    W, T, limit, L = P.warmup, P.horizon, P.apf_limit, P.apf_wait_limit
+    i = S.ibg
+    while i < bg.size and bg[i] <= x:
+        b = bg[i]
+        i += 1
+        start, outcome = _apf_arrive(st, seats, ring, b, limit, L)
+        end = start
+        if outcome == 0:
+            end = start + P.bg_lat
+            _fheap_replace(seats, end)
+            if start >= W and start <= T:
+                S.apf_disp += 1
+            S.apf_busy += _overlap(start, end, W, T)
+        else:
+            if P.apf_ra <= 0:
+                _dropped(trk, hu, hc, start)
+            if start >= W and start <= T:
+                if outcome == 1:
+                    S.apf_rej_qf += 1
+                else:
+                    S.apf_rej_to += 1
+        if P.log_on:
+            n = S.nslog
+            slog[n].arr, slog[n].start, slog[n].end, slog[n].outcome = b, start, end, outcome
+            S.nslog = n + 1
+    S.ibg = i
+
+
 # === the simulator's event loop ================================================================
 
 @_jit
@@ -361,9 +559,127 @@ def _log(lg: Arr, nlog: int, log_on: int, t: float, kind: int, v: float) -> int:
 
 
 @_jit
+def _server_call(st: Arr, prm: Arr, t: float, d: float, k: int, tab: Arr, s: int,
+                 seats: Arr, ring: Arr, hooks: Arr, commits: Arr, bg: Arr, trk: Arr, hu: Arr,
+                 hc: Arr, alog: Arr, slog: Arr) -> tuple[float, int]:
+    """One attempt of the current API call of k's pass, asked for at t and granted by the
+    client's token bucket d later: through the APF level (if any), the admission webhook (for
+    a write) and the optimistic-concurrency check (for a write to a shared object). Returns
+    the time and kind of k's next heap entry: the next call or the pass's completion at the
+    response, or the same call again Retry-After seconds after a 429 (client-go
+    ``rest/with_retry.go``: attempt n is retried while n ≤ maxRetries)."""
+    S, P = st[0], prm[0]
+    r = tab[s]
+    W, T = P.warmup, P.horizon
+    a = t + d  # the request reaches the server
+    write = _is_write(P.n_calls, P.n_writes, r.calls)
+    att = r.attempt + 1
+    r.attempt = att
+    if att == 1:
+        r.first = a
+    start = a
+    outcome = 0
+    ra = 0.0
+    if P.apf_on:
+        _background_upto(st, prm, a, bg, seats, ring, trk, hu, hc, slog)
+        start, outcome = _apf_arrive(st, seats, ring, a, P.apf_limit, P.apf_wait_limit)
+    wait = start - a
+    hook = 0.0
+    ex = 0.0
+    code = 200
+    if outcome != 0:  # rejected by the level: 429 with Retry-After
+        code = 429
+        resp = start
+        ra = P.apf_ra if P.apf_ra > 0 else float(_dropped(trk, hu, hc, resp))
+        if resp >= W and resp <= T:
+            if outcome == 1:
+                S.apf_rej_qf += 1
+            else:
+                S.apf_rej_to += 1
+    else:
+        if write and P.hook_lat > 0:  # admission, at the start of the execution
+            if P.hook_k > 0:
+                f = hooks[0]
+                ws = start if f <= start else f
+                done = ws + P.hook_lat
+                _fheap_replace(hooks, done)
+                hook = done - start
+                wq = ws - start
+            else:
+                hook = P.hook_lat
+                wq = 0.0
+            if start + hook >= W and start + hook <= T:
+                S.hook_n += 1
+                S.hook_wait += wq
+                S.hook_sum += hook
+        ex = hook + P.call_lat if hook > 0 else P.call_lat
+        resp = start + ex
+        if P.apf_on:
+            _fheap_replace(seats, resp)
+            if start >= W and start <= T:
+                S.apf_disp += 1
+                S.apf_wait_sum += wait
+                S.apf_wait_n += 1
+            S.apf_busy += _overlap(start, resp, W, T)
+        if write and P.n_objects > 0:  # resourceVersion check when the update is stored
+            o = k % P.n_objects
+            if commits[o] > r.seen:
+                code = 409
+            else:
+                commits[o] = resp
+                r.seen = resp
+    window = resp >= W and resp <= T
+    final = True
+    if code == 200:
+        r.calls -= 1
+        r.attempt = 0
+        te = resp
+        nk = CALL if r.calls > 0 else COMPLETION
+        if window and write:
+            S.nwrite_ok += 1
+    elif code == 429 and att <= P.max_retries:
+        final = False
+        te = resp + ra
+        nk = CALL
+    else:  # 409, or 429 after the last retry: the call fails and so does the pass
+        r.flags |= APIFAIL
+        r.calls = 0
+        r.attempt = 0
+        te = resp
+        nk = COMPLETION
+        if window:
+            S.nfailcall += 1
+    if window:
+        S.att_n += 1
+        if code == 429:
+            S.n429 += 1
+        elif code == 409:
+            S.n409 += 1
+        if att >= 2:
+            S.nretry += 1
+    if P.log_on:
+        n = S.nalog
+        g = alog[n]
+        g.t, g.lim, g.wait, g.exec, g.hook, g.resp = t, d, wait, ex, hook, resp
+        g.dur = resp - r.first if final else 0.0
+        g.write, g.code, g.attempt, g.final = int(write), code, att, int(final)
+        S.nalog = n + 1
+    return te, nk
+
+
+@_jit
+def _is_write(n_calls: int, n_writes: int, left: int) -> bool:
+    """With ``left`` calls of the pass still to make (the current one included), whether the
+    current one is a write: the last ``n_writes`` calls of a pass are."""
+    return n_calls - left >= n_calls - n_writes
+
+
+@_jit
 def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, tab: Arr,
              q: Arr, at: Arr, ak: Arr, svc: Arr, u: Arr, jit: Arr,
-             wh: Arr, wf: Arr, dep: Arr, tr: Arr, lg: Arr) -> int:
+             wh: Arr, wf: Arr, dep: Arr, tr: Arr, lg: Arr,
+             seats: Arr, ring: Arr, hooks: Arr, commits: Arr, bg: Arr, trk: Arr, hu: Arr,
+             hc: Arr, alog: Arr, slog: Arr) -> int:
     """The event loop of ``models.simulate`` (see there for the model and the comments on each
     step); resumes from ``st`` and saves into it. Returns DONE, NEED or OVERFLOW."""
     P = prm[0]
@@ -372,6 +688,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
     m, svc_const, dep_on, forget, n_trace = P.m, P.svc_const, P.dep_on, P.forget, P.n_trace
     ext_on, lock_f, sigma, kappa = P.ext_on, P.lock_f, P.sigma, P.kappa
     n_calls, call_lat, aq, aburst, log_on = P.n_calls, P.call_lat, P.aq, P.aburst, P.log_on
+    srv_on = P.srv_on
     jittered = lim[0].jitter != J_NONE
     decorrelated = lim[0].jitter == J_DECORRELATED
     base = lim[0].base
@@ -396,7 +713,8 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
         if (ia >= at.size or isv >= svc.size or iu >= u.size or ij >= jit.size
                 or 2 * (n_used + 2) > tab.size or hn + 2 > heap.size or qn + 2 > q.size
                 or nwh >= wh.size or nwf >= wf.size or ndep >= dep.size
-                or (ntr + 2 > tr.size and ntr < n_trace) or (log_on and nlog + 3 > lg.size)):
+                or (ntr + 2 > tr.size and ntr < n_trace) or (log_on and nlog + 3 > lg.size)
+                or (srv_on and log_on and S.nalog + 2 > alog.size)):
             status = NEED
             break
         ta = at[ia]
@@ -455,6 +773,9 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
                 if p_fail != 0.0 and k < m and fw0 <= ts and ts < fw1:
                     fails_now = u[iu] < p_fail
                     iu += 1
+                if r.flags & APIFAIL:  # an API call of the pass failed: the pass returns it
+                    r.flags &= ~APIFAIL
+                    fails_now = True
                 if fails_now:
                     failed += 1
                     retries += 1
@@ -522,9 +843,14 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
                 if t >= W:
                     api_wait += d
                     api_n += 1
-                nlog = _log(lg, nlog, log_on, t, LOG_CALL, d)
-                r.calls -= 1
-                _replace(heap, hn, t + d + call_lat, CALL if r.calls > 0 else COMPLETION, k)
+                if not srv_on:
+                    nlog = _log(lg, nlog, log_on, t, LOG_CALL, d)
+                    r.calls -= 1
+                    _replace(heap, hn, t + d + call_lat, CALL if r.calls > 0 else COMPLETION, k)
+                    continue
+                te, nk = _server_call(st, prm, t, d, k, tab, s, seats, ring, hooks, commits, bg,
+                                      trk, hu, hc, alog, slog)
+                _replace(heap, hn, te, nk, k)
                 continue
             elif kind == WORKER_UP:
                 hn = _pop(heap, hn)
@@ -644,6 +970,9 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
             if n_calls > 0:
                 r.calls = n_calls
                 nk = CALL
+                if srv_on:
+                    r.attempt = 0
+                    r.seen = t  # the pass reads its object at its start
         else:
             tend = t + (sv + dd)
         if replace_top:
@@ -766,6 +1095,10 @@ class SimRun:
     """The per-key records at T (for :func:`dirty_residual`)."""
     log: Arr
     """The metric log (LOG records in event order), empty unless the run kept one."""
+    attempts: Arr
+    """The API request attempts (ALOG records in CALL order), with the server side and a log."""
+    background: Arr
+    """The APF level's background requests (SLOG records in arrival order), with a log."""
 
 
 def limiter_record(kind: str, base_s: float, cap_s: float, jitter: str,
@@ -799,12 +1132,19 @@ def run_simulation(
     draw_jitter: Callable[[], npt.NDArray[np.float64]] | None,
     size_hint: int,
     T: float,
+    apf_seats: int = 0,
+    hook_slots: int = 0,
+    objects: int = 0,
+    background: npt.NDArray[np.float64] | None = None,
 ) -> SimRun:
     """Drive :func:`_sim_run`: set up the state, refill inputs and grow arrays until done.
 
     ``worker_changes``: (time, +1 or −1) — one worker joins or leaves at that time (a leaving
     worker that is in a pass leaves when the pass ends). ``api_burst``: the API client's
-    token bucket size (it starts full, as golang.org/x/time/rate does)."""
+    token bucket size (it starts full, as golang.org/x/time/rate does). The API server side
+    (``params`` ``srv_on``): ``apf_seats`` seats of the APF level (0: none), ``hook_slots``
+    of the webhook (0: unlimited), ``objects`` shared objects (0: no conflicts), and the
+    arrival times of the level's background requests (ascending, up to T)."""
     st = np.zeros(1, dtype=SIM_STATE)
     st[0]["idle"] = workers
     st[0]["dtok"] = params[0]["dburst"]
@@ -841,9 +1181,21 @@ def run_simulation(
     u = draw_u() if draw_u is not None else one
     jit = draw_jitter() if draw_jitter is not None else one
     st[0]["ia"] = 1  # no arrival block yet
+    srv_on = bool(params[0]["srv_on"])
+    seats = np.zeros(max(apf_seats, 1))  # free times, a min-heap
+    ring = np.zeros(max(int(params[0]["apf_limit"]), 1))
+    hooks = np.zeros(max(hook_slots, 1))
+    commits = np.full(max(objects, 1), -math.inf)  # when each object was last written
+    bg = background if background is not None else np.zeros(0)
+    trk, hu, hc = new_tracker()
+    calls = max(int(params[0]["n_calls"]), 1)
+    alog = np.zeros(max(1024, min(calls * size_hint, 1 << 23)) if srv_on and log_on else 1,
+                    dtype=ALOG)
+    slog = np.zeros(bg.size + 1 if log_on else 1, dtype=SLOG)
     while True:
         status = _sim_run(st, params, lim, bucket, abucket, heap, tab, q, at, ak, svc, u, jit,
-                          wh, wf, dep, tr, lg)
+                          wh, wf, dep, tr, lg, seats, ring, hooks, commits, bg, trk, hu, hc,
+                          alog, slog)
         if status == DONE:
             break
         if status == OVERFLOW:
@@ -879,13 +1231,18 @@ def run_simulation(
             tr = _grow(tr, min(2 * tr.size, n_trace + 2))
         if log_on and s["nlog"] + 3 > lg.size:
             lg = _grow(lg, s["nlog"] + 3)
+        if srv_on and log_on and s["nalog"] + 2 > alog.size:
+            alog = _grow(alog, s["nalog"] + 2)
+    if params[0]["apf_on"]:  # the background requests after the last controller request
+        _background_upto(st, params, T, bg, seats, ring, trk, hu, hc, slog)
     s = st[0]
     busy = _busy_residual(heap, int(s["hn"]), tab, float(s["busy_area"]), T,
                           float(params[0]["warmup"]))
     state = {name: s[name].item() for name in SIM_STATE.names or ()}
     return SimRun(state=state, wh=wh[: s["nwh"]], wf=wf[: s["nwf"]], dep=dep[: s["ndep"]],
                   trace=tr[: s["ntr"]], busy_area=float(busy), table=tab,
-                  log=lg[: s["nlog"]])
+                  log=lg[: s["nlog"]], attempts=alog[: s["nalog"]],
+                  background=slog[: s["nslog"]])
 
 
 # === the retry storm (models.retry.retry_storm) ===============================================

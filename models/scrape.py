@@ -21,6 +21,22 @@ sampled at ``0, Δ, 2Δ, …`` — the same definitions as the real code:
   call leaves the limiter; ``rest_client_request_duration_seconds``: the call's latency and
   ``rest_client_requests_total{code="200"}``, at the response.
 
+When the simulator models the API server side (writes, APF, a webhook, conflicts), the REST
+client's series come from its log of attempts (:data:`ATTEMPT_LOG`), by verb GET / PUT and by
+code, as client-go counts them (``rest/request.go``, ``rest/with_retry.go``):
+``rest_client_requests_total{code, method}`` every attempt; ``rest_client_request_retries_total
+{code, verb}`` attempts 2…N, each with its own code; the token bucket's delay of every attempt;
+the request duration once per call, from the first attempt's grant to the final response
+(retry sleeps included). The API server's (k8s.io/apiserver): the APF level's
+``apiserver_flowcontrol_*`` (``pkg/util/flowcontrol/metrics/metrics.go``: the wait of every
+request — dispatched at dispatch, rejected at rejection — the dispatched and rejected
+counters, the requests waiting and executing at each scrape), counting the controller's and
+the background requests; ``apiserver_request_duration_seconds`` (APF wait + execution),
+``apiserver_request_sli_duration_seconds`` (execution minus the webhook) and
+``apiserver_request_total`` of the controller's requests (``pkg/endpoints/metrics``), and the
+webhook's admission durations (``pkg/admission/metrics``). Gauges are the state at the scrape
+instant.
+
 A sample at scrape time s counts every event at t ≤ s. Histogram buckets hold the
 observations ≤ their bound (``le``), cumulative, as client_golang exposes them.
 """
@@ -37,11 +53,20 @@ import numpy.typing as npt
 from models.fleet import LIMITER_BUCKETS, RECONCILE_BUCKETS, go_exponential_buckets
 
 __all__ = [
+    "ADMISSION_WEBHOOK_BUCKETS",
+    "APF_WAIT_BUCKETS",
     "API_BUCKETS",
+    "ATTEMPT_LOG",
+    "BACKGROUND_LOG",
     "LOG_KINDS",
+    "REQUEST_DURATION_BUCKETS",
+    "REQUEST_SLI_BUCKETS",
     "WORKQUEUE_BUCKETS",
+    "ScrapedApi",
     "ScrapedHistogram",
     "ScrapedMetrics",
+    "ScrapedServer",
+    "ServerSpec",
     "scrape_metrics",
 ]
 
@@ -60,6 +85,42 @@ client's token bucket, value: the bucket's delay). The one definition: the compi
 (``models/_simcore.py``) writes these codes."""
 _ADD, _GET, _OK, _FAIL_DELAY, _FAIL_NOW, _CALL = range(len(LOG_KINDS))
 
+ATTEMPT_LOG = np.dtype([
+    ("t", np.float64), ("lim", np.float64), ("wait", np.float64), ("exec", np.float64),
+    ("hook", np.float64), ("resp", np.float64), ("dur", np.float64), ("write", np.int64),
+    ("code", np.int64), ("attempt", np.int64), ("final", np.int64),
+])
+"""One API request attempt, when the simulator models the API server side (writes, APF, a
+webhook or conflicts): asked for at ``t``, left the client's token bucket ``lim`` later
+(arrival at the server t + lim), waited ``wait`` in the APF queue (for a 429: 0 when the queue
+was full, the wait limit on a time-out), executed ``exec`` (0 for a 429) of which ``hook`` in
+the admission webhook (its queue included), answered at ``resp`` with HTTP ``code`` (200, 409,
+429); ``attempt`` 1, 2, … of its call; ``final`` on the call's last attempt, whose ``dur`` is
+the call's duration from the first attempt's grant to this response (retry sleeps included).
+The compiled loop (``models/_simcore.py``) writes these records."""
+
+BACKGROUND_LOG = np.dtype([
+    ("arr", np.float64), ("start", np.float64), ("end", np.float64), ("outcome", np.int64),
+])
+"""One background request of the APF priority level: arrival, dispatch (or rejection) time,
+end of its seat time (= the rejection time for a rejected one), and the outcome (0 dispatched,
+1 rejected queue-full, 2 rejected time-out)."""
+
+APF_WAIT_BUCKETS: tuple[float, ...] = (0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30)
+"""``apiserver_flowcontrol_request_wait_duration_seconds`` (k8s.io/apiserver
+``pkg/util/flowcontrol/metrics/metrics.go`` ``requestDurationSecondsBuckets``)."""
+REQUEST_DURATION_BUCKETS: tuple[float, ...] = (
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20,
+    30, 45, 60)
+"""``apiserver_request_duration_seconds`` (``pkg/endpoints/metrics/metrics.go``)."""
+REQUEST_SLI_BUCKETS: tuple[float, ...] = (
+    0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60)
+"""``apiserver_request_sli_duration_seconds`` (same file)."""
+ADMISSION_WEBHOOK_BUCKETS: tuple[float, ...] = (0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10, 25)
+"""``apiserver_admission_webhook_admission_duration_seconds`` (``pkg/admission/metrics``)."""
+VERBS = ("GET", "PUT")
+"""Reads and writes, as client-go's ``verb``/``method`` and the apiserver's ``verb`` label."""
+
 
 @dataclass(frozen=True)
 class ScrapedHistogram:
@@ -70,6 +131,73 @@ class ScrapedHistogram:
     """Shape (scrapes, len(bounds)): observations ≤ each bound so far."""
     count: FloatArray
     sum: FloatArray
+
+
+@dataclass(frozen=True)
+class ScrapedApi:
+    """The REST client's series by label, when the API server side is modelled (client-go
+    ``rest/request.go`` and ``rest/with_retry.go``; component-base's restclient metrics)."""
+
+    requests: Mapping[tuple[str, str], FloatArray]
+    """``rest_client_requests_total`` by (code, method): every attempt, at its response."""
+    retries: Mapping[tuple[str, str], FloatArray]
+    """``rest_client_request_retries_total`` by (code, verb): attempts 2…N, each with its own
+    code (a retry that succeeds counts as code 200), at its response."""
+    request_duration: Mapping[str, ScrapedHistogram]
+    """``rest_client_request_duration_seconds`` by verb: once per call (``request()``), from
+    the first attempt's grant to the final response — APF waits, executions, Retry-After
+    sleeps and the retries' token-bucket waits included (upstream's observation also starts
+    before the first token-bucket wait; this one, as the series without a server, does not)."""
+    limiter: Mapping[str, ScrapedHistogram]
+    """``rest_client_rate_limiter_duration_seconds`` by verb: every attempt's token-bucket
+    wait (``tryThrottle`` runs before each attempt), when it ends."""
+
+
+@dataclass(frozen=True)
+class ScrapedServer:
+    """The controller's API server, when it is modelled: its APF priority level (controller
+    and background requests together) and the controller's own requests and admissions."""
+
+    apf_seats: int | None
+    """The level's seat limit (nominal = current); None without APF (then the ``apf_*``
+    series are empty)."""
+    apf_wait: Mapping[str, ScrapedHistogram]
+    """``apiserver_flowcontrol_request_wait_duration_seconds`` by ``execute`` ("true": at
+    dispatch, the queue wait; "false": at rejection, 0 when the queue was full, the wait limit
+    on a time-out)."""
+    apf_dispatched: FloatArray
+    apf_rejected: Mapping[str, FloatArray]
+    """By reason: queue-full (concurrency-limit for a level without a queue), and time-out
+    when any request timed out."""
+    apf_inqueue: FloatArray
+    apf_executing: FloatArray
+    """Requests executing (one seat each, so also the seats in use)."""
+    request_duration: Mapping[str, ScrapedHistogram]
+    """``apiserver_request_duration_seconds`` by verb: the controller's executed requests (APF
+    wait + execution, webhook included), at the response; 429s are not observed."""
+    request_sli: Mapping[str, ScrapedHistogram]
+    """``apiserver_request_sli_duration_seconds`` by verb: execution minus the webhook."""
+    request_total: Mapping[tuple[str, str], FloatArray]
+    """``apiserver_request_total`` by (verb, code): every attempt of the controller."""
+    webhook: ScrapedHistogram | None
+    """``apiserver_admission_webhook_admission_duration_seconds``: every admission of a
+    controller write (queue at the webhook + its service), when it ends."""
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """What of the API server side a run modelled (for :func:`scrape_metrics`)."""
+
+    apf_seats: int | None
+    apf_queue_limit: int
+    """0: a level without a queue (upstream LimitResponse type Reject)."""
+    webhook: bool
+    reads: bool
+    """Whether passes make reads (GET) and writes (PUT); a verb's series exist if it does."""
+    writes: bool
+    server: bool
+    """Whether the API server itself is modelled (APF, a webhook or conflicts): then the
+    ``apiserver_*`` series exist; with writes alone only the client's series split by verb."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +215,11 @@ class ScrapedMetrics:
     api_request."""
     api_calls: bool
     """Whether the controller made API calls (the REST-client series exist)."""
+    api: ScrapedApi | None = None
+    """The REST client's series by code and verb, when the API server side is modelled (the
+    ``api_*`` counters and histograms above then hold their totals over every label)."""
+    server: ScrapedServer | None = None
+    """The API server's series, when it is modelled."""
 
 
 def _counts_at(times: FloatArray, t_s: FloatArray) -> FloatArray:
@@ -139,11 +272,16 @@ def scrape_metrics(
     workers_at: Callable[[FloatArray], FloatArray],
     call_latency_s: float,
     api_calls: bool,
+    attempts: npt.NDArray[np.void] | None = None,
+    background: npt.NDArray[np.void] | None = None,
+    spec: ServerSpec | None = None,
 ) -> ScrapedMetrics:
     """The series at scrapes 0, Δ, 2Δ, … ≤ ``duration_s`` from the simulator's metric log.
 
     ``workers_at(t)``: the worker count at each time (``max_concurrent_reconciles``);
-    ``call_latency_s``: the latency of every API call."""
+    ``call_latency_s``: the latency of every API call. With ``spec`` (the API server side
+    modelled), the REST client's series come from the ``attempts`` log (:data:`ATTEMPT_LOG`)
+    and the APF level's also from the ``background`` log (:data:`BACKGROUND_LOG`)."""
     step = float(scrape_interval_s)
     t_s = np.arange(math.floor(duration_s / step + 1e-9) + 1, dtype=np.float64) * step
     t, kind, value = log["t"], log["kind"], log["value"]
@@ -191,7 +329,10 @@ def scrape_metrics(
         "work_duration": _histogram(done_t, work, t_s, WORKQUEUE_BUCKETS),
         "reconcile_time": _histogram(done_t, work, t_s, RECONCILE_BUCKETS),
     }
-    if api_calls:
+    api = server = None
+    if api_calls and spec is not None and attempts is not None:
+        api, server = _api_series(attempts, background, spec, t_s, counters, hists)
+    elif api_calls:
         call_t, call_d = t[kind == _CALL], value[kind == _CALL]
         granted = call_t + call_d
         answered = granted + call_latency_s
@@ -199,4 +340,87 @@ def scrape_metrics(
         hists["api_limiter"] = _histogram(granted, call_d, t_s, API_BUCKETS)
         hists["api_request"] = _histogram(answered, np.full(answered.size, call_latency_s),
                                           t_s, API_BUCKETS)
-    return ScrapedMetrics(t_s, step, counters, gauges, hists, api_calls)
+    return ScrapedMetrics(t_s, step, counters, gauges, hists, api_calls, api, server)
+
+
+def _api_series(
+    a: npt.NDArray[np.void], bg: npt.NDArray[np.void] | None, spec: ServerSpec, t_s: FloatArray,
+    counters: dict[str, FloatArray], hists: dict[str, ScrapedHistogram],
+) -> tuple[ScrapedApi, ScrapedServer | None]:
+    """The REST client's and the API server's series from the attempt log (and the APF
+    level's background log); also fills the label-less totals of ``counters``/``hists``."""
+    resp, code, write = a["resp"], a["code"], a["write"].astype(bool)
+    granted = a["t"] + a["lim"]  # the request leaves the client's token bucket and arrives
+    final = a["final"].astype(bool)
+    retry = a["attempt"] >= 2
+    verbs = [(v, write == (v == "PUT")) for v, on in zip(VERBS, (spec.reads, spec.writes),
+                                                         strict=True) if on]
+    codes = [str(c) for c in sorted({200, *np.unique(code).tolist()})]
+    requests: dict[tuple[str, str], FloatArray] = {}
+    retries: dict[tuple[str, str], FloatArray] = {}
+    duration: dict[str, ScrapedHistogram] = {}
+    limiter: dict[str, ScrapedHistogram] = {}
+    for verb, vm in verbs:
+        for c in codes:
+            m = vm & (code == int(c))
+            if c == "200" or m.any():
+                requests[(c, verb)] = _counts_at(resp[m], t_s)
+            if (m & retry).any():
+                retries[(c, verb)] = _counts_at(resp[m & retry], t_s)
+        duration[verb] = _histogram(resp[vm & final], a["dur"][vm & final], t_s, API_BUCKETS)
+        limiter[verb] = _histogram(granted[vm], a["lim"][vm], t_s, API_BUCKETS)
+    counters["api_requests"] = _counts_at(resp, t_s)
+    hists["api_limiter"] = _histogram(granted, a["lim"], t_s, API_BUCKETS)
+    hists["api_request"] = _histogram(resp[final], a["dur"][final], t_s, API_BUCKETS)
+    api = ScrapedApi(requests, retries, duration, limiter)
+    if not spec.server:
+        return api, None
+
+    rejected = code == 429
+    executed = ~rejected
+    start = granted + a["wait"]  # dispatch (executed) or rejection (429) time
+    empty = np.zeros(t_s.size)
+    apf_wait: dict[str, ScrapedHistogram] = {}
+    rejects: dict[str, FloatArray] = {}
+    dispatched = inqueue = executing = empty
+    if spec.apf_seats is not None:
+        b = bg if bg is not None else np.zeros(0, dtype=BACKGROUND_LOG)
+        b_ok = b["outcome"] == 0
+        # every request of the level: arrival, leaving the queue, end of its seat time, outcome
+        arr = np.concatenate((granted, b["arr"]))
+        leave = np.concatenate((start, b["start"]))
+        end = np.concatenate((resp, b["end"]))
+        ok = np.concatenate((executed, b_ok))
+        timeout = np.concatenate((rejected & (a["wait"] > 0), b["outcome"] == 2))
+        waited = leave - arr
+        apf_wait = {
+            "true": _histogram(leave[ok], waited[ok], t_s, APF_WAIT_BUCKETS),
+            "false": _histogram(leave[~ok], waited[~ok], t_s, APF_WAIT_BUCKETS),
+        }
+        dispatched = _counts_at(leave[ok], t_s)
+        full = "queue-full" if spec.apf_queue_limit > 0 else "concurrency-limit"
+        rejects = {full: _counts_at(leave[~ok & ~timeout], t_s)}
+        if timeout.any():
+            rejects["time-out"] = _counts_at(leave[timeout], t_s)
+        inqueue = _counts_at(arr, t_s) - _counts_at(leave, t_s)
+        executing = _counts_at(leave[ok], t_s) - _counts_at(end[ok], t_s)
+    total = a["wait"] + a["exec"]
+    sli = a["exec"] - a["hook"]
+    req_duration: dict[str, ScrapedHistogram] = {}
+    req_sli: dict[str, ScrapedHistogram] = {}
+    req_total: dict[tuple[str, str], FloatArray] = {}
+    for verb, vm in verbs:
+        m = vm & executed
+        req_duration[verb] = _histogram(resp[m], total[m], t_s, REQUEST_DURATION_BUCKETS)
+        req_sli[verb] = _histogram(resp[m], sli[m], t_s, REQUEST_SLI_BUCKETS)
+        for c in codes:
+            mc = vm & (code == int(c))
+            if c == "200" or mc.any():
+                req_total[(verb, c)] = _counts_at(resp[mc], t_s)
+    webhook = None
+    if spec.webhook:
+        m = write & executed
+        webhook = _histogram(start[m] + a["hook"][m], a["hook"][m], t_s,
+                             ADMISSION_WEBHOOK_BUCKETS)
+    return api, ScrapedServer(spec.apf_seats, apf_wait, dispatched, rejects, inqueue, executing,
+                              req_duration, req_sli, req_total, webhook)

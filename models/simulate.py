@@ -36,10 +36,53 @@ The mechanisms of real controllers, each off by default:
   ``api_calls`` calls one after the other, each waiting for its token and then
   ``api_latency_s``. The ceiling is QPS ÷ calls per pass.
 
+Beyond the queue, the API server side, each part off by default (with all of them off the
+run is the one it was without them, bit for bit):
+
+* **writes**: of a pass's ``api_calls`` calls the last ``api_writes`` are writes (PUT), the
+  others reads (GET);
+* an **API Priority and Fairness priority level** (k8s.io/apiserver
+  ``pkg/util/flowcontrol``): ``apf_seats`` seats, each request taking one for its execution
+  (``api_latency_s``, plus the webhook for a write). Modelled as one FIFO queue over the seats
+  — fair queuing between flows (shuffle sharding over 128 queues of ``workload-low``) is not:
+  the controller and the level's other clients wait in one line. A request arriving when no
+  seat is free and ``apf_queue_limit`` requests already wait is rejected (reason queue-full;
+  with a limit of 0 the level has no queue: concurrency-limit); one whose wait would pass
+  ``apf_wait_limit_s`` (the API server: a quarter of the request's 60 s timeout) is rejected
+  then (time-out). The level's other clients: Poisson arrivals at
+  ``apf_background_rate_per_s``, each holding a seat ``apf_background_latency_s``; rejected
+  ones are dropped. A rejection is an HTTP 429 with a Retry-After: by default the API
+  server's (``dropped_requests_tracker.go``: 1 s, doubled up to 32 s while the level drops
+  at least 3 × Retry-After requests in Retry-After seconds, lowered by 1 s per second with
+  fewer drops than Retry-After), or a fixed ``apf_retry_after_s``;
+* client-go's **retries** (``rest/with_retry.go``, ``rest/request.go`` ``maxRetries: 10``):
+  after a 429 the client sleeps the Retry-After holding the worker, goes through the token
+  bucket again and retries, up to ``api_max_retries`` times; every attempt is a request
+  (``rest_client_requests_total``). A call whose last retry fails fails, and so does its pass
+  (``AddRateLimited``, as a failed reconcile: controller-runtime returns the error);
+* an **admission webhook** on writes (``pkg/admission/plugin/webhook``): the write's
+  admission, at the start of its execution (holding its APF seat), takes the webhook's
+  ``webhook_latency_s``; with ``webhook_concurrency`` k it is a FIFO over k slots, so a
+  saturated webhook's admission is its queue wait + service, and writes are capped at
+  k / latency per second;
+* **write conflicts** (optimistic concurrency on resourceVersion): key k's pass reads shared
+  object k mod ``conflict_objects`` at its start; its write is stored at its response unless
+  the object was written (successfully) since the version the pass saw — then it gets a 409
+  Conflict, is not a write, and the pass fails (``AddRateLimited``). A pass's own writes move
+  its version on. Concurrent passes on one object conflict: the 409 share rises with the
+  workers by mechanism.
+
+Every request reaches the server in the order it left the client's token bucket (which grants
+in reservation order), so the server side is computed when the call is made, in the compiled
+loop (``models/_simcore.py``): the level's seats and the webhook's slots as min-heaps of free
+times, the waiting requests as a ring of the times they leave the queue, the background
+arrivals drawn up front and admitted up to each controller arrival.
+
 With ``scrape_interval_s`` the run also returns what a scrape of the controller's /metrics
 would have read every interval (:mod:`models.scrape`: ``workqueue_*``,
-``controller_runtime_*``, ``rest_client_*``), ready to be written as OpenMetrics and put into a
-real Prometheus.
+``controller_runtime_*``, ``rest_client_*``) — and of its API server's when one is modelled
+(``apiserver_flowcontrol_*``, ``apiserver_request_*``, ``apiserver_admission_webhook_*``),
+ready to be written as OpenMetrics and put into a real Prometheus.
 
 Measured quantities follow the client-go metric definitions (``workqueue-metrics.md`` §1.2):
 queue wait = first counted add → ``Get`` (includes time blocked behind the same key in flight,
@@ -67,7 +110,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -75,7 +118,7 @@ import numpy.typing as npt
 from models.errors import ModelInputError
 from models.load import RateProfile, WorkerSchedule
 from models.ratelimit import RetryPolicy
-from models.scrape import ScrapedMetrics, scrape_metrics
+from models.scrape import ScrapedMetrics, ServerSpec, scrape_metrics
 
 ServiceDist = Literal["exp", "const", "lognormal"]
 SERVICE_DISTS: tuple[str, ...] = ("exp", "const", "lognormal")
@@ -149,6 +192,38 @@ class SimResult:
     """API calls made in the window."""
     api_limiter_wait_mean_s: float | None
     """Mean wait per API call in the client's token bucket."""
+    # --- the API server side (``api_writes``, ``apf_seats``, the webhook, ``conflict_objects``);
+    # counted over the window by the time of each response, dispatch or admission, so with
+    # no warmup each equals its scraped counter at the last scrape (at T)
+    api_attempts: int = 0
+    """Requests sent, every attempt (client-go ``rest_client_requests_total``)."""
+    api_429: int = 0
+    """Attempts rejected by the APF level (HTTP 429 with Retry-After)."""
+    api_409: int = 0
+    """Writes rejected by the optimistic-concurrency check (HTTP 409 Conflict)."""
+    api_retries: int = 0
+    """Attempts 2…N of a call (client-go ``rest_client_request_retries_total``)."""
+    api_failed_calls: int = 0
+    """Calls that failed (a 409, or a 429 after the last retry): each failed its pass."""
+    api_writes_ok: int = 0
+    """Writes that succeeded (code 200)."""
+    apf_dispatched: int = 0
+    """Requests the APF level dispatched, the controller's and the background's."""
+    apf_rejected_queue_full: int = 0
+    """Requests the level rejected (controller's and background) because its queue was full
+    (reason concurrency-limit for a level without a queue, ``apf_queue_limit`` 0)."""
+    apf_rejected_timeout: int = 0
+    """… because their wait passed the wait limit (reason time-out)."""
+    apf_wait_mean_s: float | None = None
+    """Mean APF queue wait of the controller's dispatched requests."""
+    apf_busy_seats_mean: float | None = None
+    """Time-average number of the level's seats in use over the window."""
+    webhook_admissions: int = 0
+    """Admissions of the controller's writes by the webhook."""
+    webhook_wait_mean_s: float | None = None
+    """Mean wait for a webhook slot per admission (0 with an unlimited webhook)."""
+    admission_mean_s: float | None = None
+    """Mean admission duration (the wait for a slot + the webhook's service time)."""
     trace: tuple[SimEvent, ...] = field(default=(), repr=False)
     metrics: ScrapedMetrics | None = field(default=None, repr=False)
     """The scraped series, with ``scrape_interval_s``."""
@@ -253,6 +328,152 @@ def _trace_events(rows: np.ndarray) -> tuple[SimEvent, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class _ServerInputs:
+    """The API server side's inputs, checked (see :func:`simulate`)."""
+
+    on: bool
+    writes: int
+    apf_seats: int
+    """0 without APF."""
+    queue_limit: int
+    wait_limit_s: float
+    background_rate_per_s: float
+    background_latency_s: float
+    retry_after_s: float
+    """0: the API server's dynamic Retry-After."""
+    max_retries: int
+    webhook_latency_s: float
+    webhook_slots: int
+    """0: unlimited."""
+    objects: int
+    """0: no conflicts."""
+
+
+def _server_inputs(
+    *, n_calls: int, api_writes: int, apf_seats: int | None, apf_queue_limit: int,
+    apf_wait_limit_s: float, apf_background_rate_per_s: float, apf_background_latency_s: float,
+    apf_retry_after_s: float | None, api_max_retries: int, webhook_latency_s: float,
+    webhook_concurrency: int | None, conflict_objects: int | None, duration_s: float,
+    scraped: bool, calls_requested: float,
+) -> _ServerInputs:
+    writes = _check_int("API writes per pass", api_writes, 0)
+    if writes > n_calls:
+        raise ModelInputError(f"API writes per pass ({writes}) cannot exceed the API calls per "
+                              f"pass ({n_calls}).")
+    seats = 0
+    if apf_seats is not None:
+        seats = _check_int("APF seats", apf_seats, 1)
+        if seats > 10_000:
+            raise ModelInputError(f"APF seats must be at most 10,000, got {apf_seats!r}.")
+        if n_calls == 0:
+            raise ModelInputError("an APF priority level needs API calls per pass "
+                                  "(api_calls ≥ 1).")
+    limit = _check_int("APF queue limit", apf_queue_limit, 0)
+    if limit > 1_000_000:
+        raise ModelInputError(f"APF queue limit must be at most 1,000,000, got "
+                              f"{apf_queue_limit!r}.")
+    wait_limit = _check("APF wait limit", apf_wait_limit_s, positive=True)
+    if wait_limit > 60:
+        raise ModelInputError(f"APF wait limit must be at most 60 s (the API server's hard "
+                              f"limit), got {apf_wait_limit_s!r}.")
+    bg_rate = _check("APF background rate", apf_background_rate_per_s)
+    bg_lat = _check("APF background latency", apf_background_latency_s, positive=True)
+    if bg_lat > 3600:
+        raise ModelInputError(f"APF background latency must be at most 3600 s, got "
+                              f"{apf_background_latency_s!r}.")
+    if bg_rate > 0 and seats == 0:
+        raise ModelInputError("APF background requests need an APF priority level "
+                              "(apf_seats).")
+    if bg_rate * duration_s > (1e7 if scraped else 1e8):
+        raise ModelInputError(
+            f"about {bg_rate * duration_s:.3g} APF background requests requested; the limit is "
+            f"{'1e7 with scraped metrics' if scraped else '1e8'} per run.")
+    retry_after = 0.0
+    if apf_retry_after_s is not None:
+        retry_after = _check("APF Retry-After", apf_retry_after_s, positive=True)
+        if retry_after != int(retry_after) or retry_after > 3600:
+            raise ModelInputError(
+                f"APF Retry-After must be a whole number of seconds from 1 to 3600 (the header "
+                f"is an integer), got {apf_retry_after_s!r}.")
+        if seats == 0:
+            raise ModelInputError("an APF Retry-After needs an APF priority level (apf_seats).")
+    retries = _check_int("API max retries", api_max_retries, 0)
+    if retries > 100:
+        raise ModelInputError(f"API max retries must be at most 100, got {api_max_retries!r}.")
+    hook = _check("webhook latency", webhook_latency_s)
+    if hook > 30:
+        raise ModelInputError(f"webhook latency must be at most 30 s (the webhook timeout's "
+                              f"maximum), got {webhook_latency_s!r}.")
+    if hook > 0 and writes == 0:
+        raise ModelInputError("an admission webhook needs API writes per pass "
+                              "(api_writes ≥ 1).")
+    slots = 0
+    if webhook_concurrency is not None:
+        slots = _check_int("webhook concurrency", webhook_concurrency, 1)
+        if slots > 10_000:
+            raise ModelInputError(f"webhook concurrency must be at most 10,000, got "
+                                  f"{webhook_concurrency!r}.")
+        if hook == 0:
+            raise ModelInputError("a webhook concurrency needs a webhook latency "
+                                  "(webhook_latency_s > 0).")
+    objects = 0
+    if conflict_objects is not None:
+        objects = _check_int("conflict objects", conflict_objects, 1)
+        if objects > 10_000_000:
+            raise ModelInputError(f"conflict objects must be at most 10,000,000, got "
+                                  f"{conflict_objects!r}.")
+        if writes == 0:
+            raise ModelInputError("conflict objects need API writes per pass (api_writes ≥ 1).")
+    on = writes > 0 or seats > 0 or hook > 0 or objects > 0
+    if on and scraped and calls_requested > 1e7:
+        raise ModelInputError(
+            f"about {calls_requested:.3g} API calls requested; with the API server side and "
+            "scraped metrics the simulator keeps a record of every attempt (about 90 bytes), "
+            "so its limit is 1e7 calls per run.")
+    return _ServerInputs(on, writes, seats, limit, wait_limit, bg_rate, bg_lat, retry_after,
+                         retries, hook, slots, objects)
+
+
+def _poisson_times(rate: float, until_s: float, rng: np.random.Generator) -> np.ndarray:
+    """Poisson arrival times at ``rate`` in [0, until_s], ascending (exponential gaps drawn in
+    blocks)."""
+    out = []
+    t0 = 0.0
+    while True:
+        times = t0 + np.cumsum(rng.exponential(1.0 / rate, _BLOCK))
+        out.append(times)
+        if times[-1] > until_s:
+            break
+        t0 = float(times[-1])
+    times = np.concatenate(out)
+    kept: np.ndarray = times[: int(np.searchsorted(times, until_s, side="right"))]
+    return kept
+
+
+def _server_results(st: dict[str, Any], srv: _ServerInputs, span: float) -> dict[str, Any]:
+    """The SimResult fields of the API server side from the loop's final state."""
+    if not srv.on:
+        return {}
+
+    def ratio(num: str, den: str) -> float | None:
+        return float(st[num]) / int(st[den]) if st[den] else None
+
+    return {
+        "api_attempts": int(st["att_n"]), "api_429": int(st["n429"]),
+        "api_409": int(st["n409"]), "api_retries": int(st["nretry"]),
+        "api_failed_calls": int(st["nfailcall"]), "api_writes_ok": int(st["nwrite_ok"]),
+        "apf_dispatched": int(st["apf_disp"]),
+        "apf_rejected_queue_full": int(st["apf_rej_qf"]),
+        "apf_rejected_timeout": int(st["apf_rej_to"]),
+        "apf_wait_mean_s": ratio("apf_wait_sum", "apf_wait_n") if srv.apf_seats else None,
+        "apf_busy_seats_mean": float(st["apf_busy"]) / span if srv.apf_seats else None,
+        "webhook_admissions": int(st["hook_n"]),
+        "webhook_wait_mean_s": ratio("hook_wait", "hook_n"),
+        "admission_mean_s": ratio("hook_sum", "hook_n"),
+    }
+
+
 def simulate(
     *,
     arrival_rate_per_s: float | RateProfile,
@@ -284,6 +505,17 @@ def simulate(
     api_burst: int | None = None,
     api_latency_s: float = 0.0,
     scrape_interval_s: float | None = None,
+    api_writes: int = 0,
+    apf_seats: int | None = None,
+    apf_queue_limit: int = 50,
+    apf_wait_limit_s: float = 15.0,
+    apf_background_rate_per_s: float = 0.0,
+    apf_background_latency_s: float = 0.05,
+    apf_retry_after_s: float | None = None,
+    api_max_retries: int = 10,
+    webhook_latency_s: float = 0.0,
+    webhook_concurrency: int | None = None,
+    conflict_objects: int | None = None,
 ) -> SimResult:
     """Simulate ``duration_s`` seconds of a controller; see the module docstring for the model.
 
@@ -296,7 +528,16 @@ def simulate(
 
     ``coherence`` = (σ, κ) of the coherency stretch; ``api_calls`` per pass through the
     client's token bucket of ``api_qps`` (None: no limit) and ``api_burst`` (default 1 s of
-    tokens, at least 1); ``scrape_interval_s`` fills :attr:`SimResult.metrics`."""
+    tokens, at least 1); ``scrape_interval_s`` fills :attr:`SimResult.metrics`.
+
+    The API server side (module docstring, "beyond the queue"): ``api_writes`` of the
+    ``api_calls`` (the last ones) are writes (PUT), the rest reads (GET); ``apf_seats`` seats
+    of the APF priority level, a queue of ``apf_queue_limit``, a wait limit
+    ``apf_wait_limit_s``, background requests at ``apf_background_rate_per_s`` each holding a
+    seat ``apf_background_latency_s``, a fixed ``apf_retry_after_s`` (None: the API server's
+    dynamic one), ``api_max_retries`` client retries of a 429; ``webhook_latency_s`` and
+    ``webhook_concurrency`` (None: unlimited) of the admission webhook on writes;
+    ``conflict_objects`` shared objects for the resourceVersion check."""
     profile: RateProfile | None = None
     if isinstance(arrival_rate_per_s, int | float) or not hasattr(arrival_rate_per_s, "rate_at"):
         lam = _check("arrival rate", arrival_rate_per_s)  # type: ignore[arg-type]
@@ -390,6 +631,14 @@ def simulate(
         step = _check("scrape interval", scrape_interval_s, positive=True)
         if T / step > 1_000_000:
             raise ModelInputError("too many scrapes (over 1,000,000); use a longer interval.")
+    srv = _server_inputs(
+        n_calls=n_calls, api_writes=api_writes, apf_seats=apf_seats,
+        apf_queue_limit=apf_queue_limit, apf_wait_limit_s=apf_wait_limit_s,
+        apf_background_rate_per_s=apf_background_rate_per_s,
+        apf_background_latency_s=apf_background_latency_s, apf_retry_after_s=apf_retry_after_s,
+        api_max_retries=api_max_retries, webhook_latency_s=webhook_latency_s,
+        webhook_concurrency=webhook_concurrency, conflict_objects=conflict_objects,
+        duration_s=T, scraped=scrape_interval_s is not None, calls_requested=lam * T * n_calls)
     ext_on = lock_f > 0 or sigma > 0 or kappa > 0 or n_calls > 0
 
     # The event loop is compiled (models/_simcore.py, numba); it is imported here, not at the
@@ -426,11 +675,18 @@ def simulate(
                  min(m, _INT64_MAX),  # keys are drawn below 2^63, so k < m is unchanged
                  svc_const, dep_on, forget_on_success, n_trace,
                  ext_on, lock_f, sigma, kappa, n_calls, call_lat, aq, aburst,
-                 scrape_interval_s is not None)
+                 scrape_interval_s is not None,
+                 srv.on, srv.writes, srv.apf_seats > 0, srv.queue_limit, srv.wait_limit_s,
+                 srv.retry_after_s, srv.background_latency_s, srv.max_retries,
+                 srv.webhook_latency_s, srv.webhook_slots, srv.objects, T)
     lim = core.limiter_record(policy.kind, policy.base_s, policy.cap_s, policy.jitter,
                               policy.global_qps, policy.burst)
     n_arrivals = [0]
     blocks = _arrival_blocks(lam, T, end_t, arr_rng, draw_keys, progress, n_arrivals, profile)
+    # the APF level's other clients: Poisson arrivals up to T, from their own stream (a new
+    # child of the seed, so every other stream is the one it was without them)
+    background = (_poisson_times(srv.background_rate_per_s, T, rng.spawn(1)[0])
+                  if srv.background_rate_per_s > 0 else None)
 
     # --- the event loop (models/_simcore.py: _sim_run) -------------------------------------
     run = core.run_simulation(
@@ -439,6 +695,8 @@ def simulate(
         worker_changes=schedule.changes() if schedule is not None else (),
         api_burst=aburst, blocks=blocks, draw_svc=draw_svc, draw_u=draw_u,
         draw_jitter=draw_jitter, size_hint=int(min(lam * T, 1 << 22)), T=T,
+        apf_seats=srv.apf_seats, hook_slots=srv.webhook_slots, objects=srv.objects,
+        background=background,
     )
 
     if progress is not None:
@@ -473,7 +731,14 @@ def simulate(
             run.log, duration_s=T, scrape_interval_s=float(scrape_interval_s),
             workers_at=schedule.at if schedule is not None else (
                 lambda t: np.full(t.shape, float(c))),
-            call_latency_s=call_lat, api_calls=n_calls > 0)
+            call_latency_s=call_lat, api_calls=n_calls > 0,
+            attempts=run.attempts if srv.on else None, background=run.background,
+            spec=ServerSpec(
+                apf_seats=srv.apf_seats or None, apf_queue_limit=srv.queue_limit,
+                webhook=srv.webhook_latency_s > 0,
+                reads=srv.writes < n_calls, writes=srv.writes > 0,
+                server=srv.apf_seats > 0 or srv.webhook_latency_s > 0 or srv.objects > 0,
+            ) if srv.on else None)
     split = failing_keys is not None  # healthy vs failing only when a failing subset is given
     waits = np.concatenate((wh, wf))
     rates = np.asarray(bins[:nbins], dtype=np.float64) * inv_bin
@@ -527,6 +792,7 @@ def simulate(
         api_calls=int(st["api_n"]),
         api_limiter_wait_mean_s=(float(st["api_wait"]) / int(st["api_n"])) if st["api_n"]
         else None,
+        **_server_results(st, srv, span),
         trace=_trace_events(run.trace),
         metrics=metrics,
     )
