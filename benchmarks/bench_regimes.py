@@ -48,10 +48,7 @@ def run(seeds: list[int]) -> int:
             for step in rg.SCRAPE_INTERVALS_S:  # one advise per interval, as the CI test
                 out = io.StringIO()
                 with contextlib.redirect_stdout(out):
-                    code = main(["advise", "--prometheus", server.url,
-                                 "--selector", f'{{pod=~".*-{step:g}s-.*"}}',
-                                 "--at", str(rg.START + int(rg.DURATION_S)),
-                                 "--range", rg.RANGE, "--format", "json"])
+                    code = main(rg.advise_argv(server.url, step, work / "queuelens.yaml"))
                 if code != 0:
                     print(f"advise exited {code}", file=sys.stderr)
                     return 1
@@ -67,7 +64,7 @@ def run(seeds: list[int]) -> int:
     for c in cases:
         vs = verdicts.get(c.queue, [])
         kinds = {str(v["kind"]) for v in vs}
-        ok = bool(kinds & c.regime.expect) and not kinds & c.regime.never
+        ok = rg.judged_right(c, vs)
         said = c.load in c.regime.undecidable and not ok and all(
             "could not be told" in str(v["evidence"]) for v in vs)  # type: ignore[index]
         total[c.regime.name, c.load] += 1

@@ -411,11 +411,11 @@ class AdvisorThresholds:
         "conflicts are contention only when they rise with concurrency; a constant share "
         "comes from other writers and does not grow with workers")
     apf_seat_util_min: float = _th(
-        0.9, "seats in use / the seat limit of the API Priority and Fairness level "
+        0.8, "seats in use / the seat limit of the API Priority and Fairness level "
         "(current_executing_seats / current_limit_seats, averaged over the window)",
         "the seats are the level's servers: a request that finds them all taken queues (or is "
-        "rejected), so a level above 90 % busy is where the wait comes from; below it APF "
-        "queueing is rare")
+        "rejected); past 80 % busy a level of a few seats queues a large share of its "
+        "requests (Erlang C), below it the queue wait is a small part of the hold time")
     apf_wait_share_min: float = _th(
         0.1, "API calls per pass × the level's mean APF queue wait / the pass's work time",
         "a tenth of every pass spent queued in the API server is the level, not the "
@@ -1427,7 +1427,8 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
                          "throttled it (range) ÷ calls per reconcile — the limiter's QPS, "
                          "shared by all controllers of the process")
             evidence["api_qps_estimate"] = throttled_calls
-        elif "429" in classes or thr is not None:
+        elif "limiter" in reasons or "api_429" in reasons:
+            # throttled now (the client's limiter or the API server's 429s): what it gets
             ok_calls = calls - (_num(classes.get("429")) or 0.0)
             api_ceiling = ok_calls / per_rec
             basis_api = ("API calls/s the process gets while throttled ÷ calls per reconcile "
@@ -1441,9 +1442,10 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
     evidence["ceiling_scope"] = scope
     binding = _binding_limit(reasons, evidence, ctx.c)
     evidence["binding_limit"] = binding
+    said = "; ".join(reasons.values())
     summary = (
         f"Adding workers will not help: {BINDING_LIMITS[binding]} binds. "
-        + "; ".join(reasons.values()) + "."
+        + said[:1].upper() + said[1:] + "."
         + (f" Ceiling ≈ {ceiling:.3g} reconciles/s ({basis})." if ceiling is not None else "")
     )
     return _verdict(

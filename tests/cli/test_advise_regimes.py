@@ -2,8 +2,8 @@
 mechanism, scraped as controller-runtime exposes them, backfilled into a REAL Prometheus, and
 judged by ``queuelens advise`` from what was recorded.
 
-10 regimes × 3 load shapes (constant, sine, step) × 2 scrape intervals (15 s, 30 s) × 2 seeds
-= 120 controllers, each in its own process (pod), in one Prometheus; one ``advise`` over the
+15 regimes × 3 load shapes (constant, sine, step) × 2 scrape intervals (15 s, 30 s) × 2 seeds
+= 180 controllers, each in its own process (pod), in one Prometheus; one ``advise`` over the
 recorded 2 h per scrape interval (a selector on the pod), so the 15 s controllers are read at
 their own resolution. Each regime's verdicts must include one of ``expect`` and none of
 ``never``, and a contention verdict must name the regime's binding limit
@@ -41,21 +41,26 @@ def matrix_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom
 
 
 @pytest.fixture(scope="module")
-def advice(matrix_prometheus: PrometheusProcess) -> dict[str, list[dict[str, Any]]]:
+def judged(matrix_prometheus: PrometheusProcess, tmp_path_factory: pytest.TempPathFactory
+           ) -> dict[str, dict[str, Any]]:
+    """Each queue's ``advise --format json`` entry (its verdicts and its plan)."""
     import contextlib
     import io
 
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, dict[str, Any]] = {}
+    config = tmp_path_factory.mktemp("regimes-config") / "queuelens.yaml"
     for step in rg.SCRAPE_INTERVALS_S:
         text = io.StringIO()
         with contextlib.redirect_stdout(text):
-            code = main(["advise", "--prometheus", matrix_prometheus.url,
-                         "--selector", f'{{pod=~".*-{step:g}s-.*"}}',
-                         "--at", str(rg.START + int(rg.DURATION_S)), "--range", rg.RANGE,
-                         "--format", "json"])
+            code = main(rg.advise_argv(matrix_prometheus.url, step, config))
         assert code == 0
-        out.update({q["queue"]: q["verdicts"] for q in json.loads(text.getvalue())["queues"]})
+        out.update({q["queue"]: q for q in json.loads(text.getvalue())["queues"]})
     return out
+
+
+@pytest.fixture(scope="module")
+def advice(judged: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    return {q: p["verdicts"] for q, p in judged.items()}
 
 
 @pytest.fixture(scope="module")
@@ -83,13 +88,43 @@ def test_regime_gets_its_verdict(case: rg.Case, verdicts: dict[str, list[str]],
         assert contention["evidence"]["binding_limit"] == case.regime.binding, case.queue
 
 
+KNOBS = {
+    # the limit beyond the queue → what the plan must tell the operator to change
+    "api_server": ("FlowSchema", "kind: FlowSchema"),
+    "admission_webhook": ("ValidatingWebhookConfiguration / MutatingWebhookConfiguration",
+                          None),
+    "client_limiter": ("rest.Config QPS / Burst", None),
+}
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("case", [c for c in CASES if c.regime.binding is not None],
+                         ids=[c.queue for c in CASES if c.regime.binding is not None])
+def test_the_plan_names_the_limit_and_its_knob(case: rg.Case,
+                                               judged: dict[str, dict[str, Any]]) -> None:
+    plan = judged[case.queue]["plan"]
+    if case.load in case.regime.undecidable and plan["binding_limit"] != case.regime.binding:
+        return  # said it could not tell (test_regime_gets_its_verdict checks how)
+    assert plan["binding_limit"] == case.regime.binding, case.queue
+    assert plan["recommended_workers"] is None or plan["workers_now"] is None or \
+        plan["recommended_workers"] <= plan["workers_now"], case.queue  # never more workers
+    want = KNOBS.get(case.regime.binding)
+    if want is not None:
+        setting, manifest = want
+        (knob,) = [k for k in plan["knobs"] if k["setting"] == setting]
+        if manifest is not None:
+            assert manifest in knob["manifest"], case.queue
+    if case.regime.binding == "write_conflicts":
+        assert any("contended object" in o["action"] for o in plan["options"]), case.queue
+
+
 @pytest.mark.prometheus
 def test_every_case_was_judged(verdicts: dict[str, list[str]]) -> None:
     assert set(verdicts) == {c.queue for c in CASES}
 
 
 def test_the_matrix_covers_every_shape_interval_and_seed() -> None:
-    assert len(CASES) == len(rg.REGIMES) * 3 * 2 * 2 == 120
+    assert len(CASES) == len(rg.REGIMES) * 3 * 2 * 2 == 180
     assert {c.load for c in CASES} == {"constant", "sine", "step"}
     assert {c.scrape_interval_s for c in CASES} == {15.0, 30.0}
 

@@ -101,6 +101,49 @@ REGIMES: tuple[Regime, ...] = (
         frozenset({"add_workers", "contention", "hot_key", "retry_storm", "backlog_growing"}),
         "over-provisioned"),
     Regime(
+        "apf_saturated", "c=8, 0.2 s passes with 2 API calls (1 write), each holding one of 4 "
+        "seats of the API server's workload-low level for 50 ms beside 35 requests/s of "
+        "other clients (the level's ceiling leaves 22.5 passes/s; queue limit 50, 429 "
+        "with Retry-After beyond)",
+        20.0, {"workers": 8, "service_mean_s": 0.2, "api_calls": 2, "api_writes": 1,
+               "api_latency_s": 0.05, "apf_seats": 4, "apf_background_rate_per_s": 35.0,
+               "apf_background_latency_s": 0.05},
+        frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
+        "contention (the API server's priority level)", "api_server"),
+    Regime(
+        "webhook_bound", "c=8, 50 ms passes with 1 write through a validating webhook of 2 "
+        "slots × 100 ms (ceiling 20 writes/s)",
+        16.0, {"workers": 8, "service_mean_s": 0.05, "api_calls": 1, "api_writes": 1,
+               "api_latency_s": 0.01, "webhook_latency_s": 0.1, "webhook_concurrency": 2},
+        frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
+        "contention (the admission webhook)", "admission_webhook"),
+    Regime(
+        "apf_roomy", "c=2, 0.1 s passes with 1 API call into a workload-low level of 20 seats "
+        "that other clients keep 25 % busy (the look-alike of apf_saturated: the API server "
+        "is busy, the workers bind); peaks above 2/0.11 s",
+        17.0, {"workers": 2, "api_calls": 1, "api_latency_s": 0.01, "apf_seats": 20,
+               "apf_background_rate_per_s": 100.0, "apf_background_latency_s": 0.05},
+        frozenset({"add_workers", "backlog_growing"}),
+        frozenset({"contention", "hot_key", "over_provisioned"}),
+        "more workers help"),
+    Regime(
+        "webhook_slow", "c=2, 50 ms passes with 1 write through a webhook of 50 ms that scales "
+        "(no slot limit: the look-alike of webhook_bound, its latency does not rise with "
+        "load); peaks above 2/0.11 s",
+        17.0, {"workers": 2, "service_mean_s": 0.05, "api_calls": 1, "api_writes": 1,
+               "api_latency_s": 0.01, "webhook_latency_s": 0.05},
+        frozenset({"add_workers", "backlog_growing"}),
+        frozenset({"contention", "hot_key", "over_provisioned"}),
+        "more workers help"),
+    Regime(
+        "conflict_storm", "c=8, 0.1 s passes over 5000 keys that all write one of 4 shared "
+        "objects (optimistic concurrency: a write after another pass's write of the same "
+        "object gets 409 and the pass fails)",
+        16.0, {"workers": 8, "keys": 5000, "api_calls": 1, "api_writes": 1,
+               "api_latency_s": 0.01, "conflict_objects": 4},
+        frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
+        "contention (write conflicts)", "write_conflicts"),
+    Regime(
         "healthy", "c=4, 40 % busy at the mean, nothing shared",
         16.0, {"workers": 4},
         frozenset({"healthy"}),
@@ -159,6 +202,33 @@ def simulate_case(case: Case) -> Any:
     return simulate(**case.sim_kwargs()).metrics
 
 
+CONFIG = "profile:\n  apiserver:\n    cluster_labels: [cluster]\n"
+"""The profile the matrix is judged with: each controller has its own API server, joined on
+``cluster`` (:func:`write_openmetrics`)."""
+
+
+def advise_argv(url: str, step: float, config: Path) -> list[str]:
+    """``queuelens advise`` for the controllers scraped every ``step`` s (a selector on the
+    pod), at the end of the run over its whole range, with :data:`CONFIG` in ``config``."""
+    if not config.exists():
+        config.write_text(CONFIG)
+    return ["advise", "--prometheus", url, "--config", str(config),
+            "--selector", f'{{pod=~".*-{step:g}s-.*"}}',
+            "--at", str(START + int(DURATION_S)), "--range", RANGE, "--format", "json"]
+
+
+def judged_right(case: Case, verdicts: list[dict[str, Any]]) -> bool:
+    """The case's verdicts include one of ``expect``, none of ``never``, and a contention
+    verdict names the regime's binding limit."""
+    kinds = {str(v["kind"]) for v in verdicts}
+    if not kinds & case.regime.expect or kinds & case.regime.never:
+        return False
+    if case.regime.binding is None:
+        return True
+    return any(v["kind"] == "contention"
+               and v["evidence"].get("binding_limit") == case.regime.binding for v in verdicts)
+
+
 def write_openmetrics(all_cases: list[Case], path: Path) -> None:
     """Every case as its own controller in its own process (pod), as OpenMetrics text for
     ``promtool tsdb create-blocks-from openmetrics``."""
@@ -166,4 +236,5 @@ def write_openmetrics(all_cases: list[Case], path: Path) -> None:
 
     ctl = [(c.queue, f"pod-{c.queue}", simulate_case(c)) for c in all_cases]
     with path.open("w") as out:
-        write_families(out, simulated_families(ctl, float(START)))
+        # each controller with its own API server: a cluster each, joined on `cluster`
+        write_families(out, simulated_families(ctl, float(START), cluster_label="cluster"))
