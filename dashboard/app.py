@@ -73,7 +73,8 @@ from dashboard.report import (
 )
 from models.settings import AnalysisSettings
 
-PAGE_MODULES: tuple[str, ...] = ("overview", "queue", "whatif", "lab", "keys", "retries")
+PAGE_MODULES: tuple[str, ...] = ("overview", "queue", "whatif", "lab", "keys", "retries",
+                                 "doctor")
 """Modules in dashboard/pages/, each with ``register(app, ctx)``; registration order."""
 
 _ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
@@ -305,6 +306,7 @@ def _shell(ctx: AppContext) -> html.Div:
         dcc.Link("Queue lab", href="/lab", id="nav-lab"),
         dcc.Link("Key trace", href="/keys", id="nav-keys"),
         dcc.Link("Retry storm", href="/retries", id="nav-retries"),
+        dcc.Link("Doctor", href="/doctor", id="nav-doctor"),
     ]
     return html.Div(
         [

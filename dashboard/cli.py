@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "whatif",
     "lab",
     "rules",
+    "doctor",
     "simulate",
     "retries",
     "exporter",

@@ -30,6 +30,7 @@ __all__ = [
     "QuantileResult",
     "bucket_quantile",
     "classify_quantile",
+    "parse_le",
 ]
 
 QUANTILES = (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
@@ -210,3 +211,13 @@ def classify_quantile(lo: float, hi: float, *, q: float | None = None,
         return QuantileClass("range", f"the first bucket: the quantile is at most {hi:g}", below)
     return QuantileClass("range", f"the bucket ({lo:g}, {hi:g}] is ×{hi / lo:.3g} wide: "
                                   "where the quantile lies inside it is not known", below)
+
+
+def parse_le(text: str) -> float | None:
+    """An ``le`` label value as a float (``+Inf`` included), None when it is not a number:
+    ``"1"`` and ``"1.0"`` are the same bound (Prometheus 2 stores the text as written)."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(value) else value

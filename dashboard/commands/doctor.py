@@ -1,0 +1,164 @@
+"""``queuelens doctor``: the metric-contract doctor — per process and queue, which signals are
+present, missing, empty or malformed, what was detected, what each gap costs, and the fix.
+
+    queuelens doctor [--demo | --prometheus URL] [--at TIME] [--range 1h] [--config FILE]
+                     [--selector '{...}'] [--timeout 30s] [--deadline 10m]
+                     [--format table|json]
+
+Reads what exists in five queries for the whole fleet (:mod:`collectors.doctor`) — or the demo
+fleet's metrics as exposition text — and judges it against the contract
+(:func:`models.contract.diagnose`). JSON: ``{"source", "at", "range_s", "selector", "summary",
+"processes": [{"labels", "queues": [{"name", "missing", "empty", "malformed", "priorities"}],
+"detected": {"framework", "evidence", "version_hints", "priority_queue",
+"rest_client_metrics", "apiserver": {"reachable", "generation", ...}}, "signals": [{"signal",
+"status", "detail", "fix", "metric", "costs", "cost"}]}], "signals": [...fleet-wide...],
+"queries", "warnings"}``.
+
+Exit 0 whatever is missing (it is a report), 3 when Prometheus cannot be read (unreachable,
+timed out, an HTTP error, a rejected query), 2 with one line for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from dashboard.cliutil import (
+    CliError,
+    add_format_argument,
+    dump_json,
+    format_table,
+    jsonable,
+    parse_duration,
+    parse_time,
+    terminal_lines,
+    terminal_text,
+)
+
+TABLE_COLUMNS = ("signal", "status", "detail")
+
+
+def register(subparsers: Any) -> None:
+    from collectors.connect import add_source_arguments
+
+    parser = subparsers.add_parser(
+        "doctor",
+        help="check the metric contract: what is present, missing, empty or malformed, "
+             "and the fix",
+        description=(
+            "Per process and queue: which signals of the metric contract are present, "
+            "missing, empty (never changed over the range) or malformed (a histogram "
+            "without _count or +Inf, a bound spelled two ways), what was detected "
+            "(controller-runtime, component-base or a bare client-go queue; the priority "
+            "queue; the REST client's opt-in metrics; the API server's metrics), what each "
+            "gap costs and the exact fix. Exit 0 as a report, 3 when Prometheus cannot be "
+            "read. Without --prometheus (or $QUEUELENS_PROMETHEUS_URL) it reads the demo."
+        ),
+    )
+    add_source_arguments(parser)
+    parser.add_argument("--at", type=parse_time, default=None, metavar="TIME",
+                        help="evaluation time: unix seconds or RFC 3339 (default: now)")
+    parser.add_argument("--range", dest="range_s", type=parse_duration, default=None,
+                        metavar="DURATION",
+                        help="how far back to look for series and changes (default 1h)")
+    add_format_argument(parser, ("table", "json"))
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from collectors.config import load_config
+    from collectors.connect import close_source, source_from_args
+    from collectors.doctor import DEFAULT_RANGE_S, MIN_RANGE_S, read_contract
+    from collectors.profile import parse_selector
+    from models.contract import diagnose
+
+    range_s = DEFAULT_RANGE_S if args.range_s is None else args.range_s
+    if range_s < MIN_RANGE_S:
+        raise CliError(f"--range must be at least {MIN_RANGE_S:g}s, got {range_s:g}s.")
+    config = load_config(args.config)
+    profile = config.profile
+    if args.selector:
+        profile = profile.with_selector(parse_selector(args.selector))
+    source = source_from_args(args, config=config)
+    at = time.time() if args.at is None else args.at
+    try:
+        reading = read_contract(source, at, range_s, profile)
+    finally:
+        close_source(source)
+    report = diagnose(reading)
+    if args.format == "json":
+        dump_json(jsonable(report))
+    else:
+        sys.stdout.write(render_table(report))
+    return 0
+
+
+def _clock(unix_s: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix_s))
+
+
+def _labels_text(labels: dict[str, str] | Any) -> str:
+    return ", ".join(f"{k}={v}" for k, v in labels.items()) or "(no process labels)"
+
+
+def _signal_rows(signals: Sequence[Any]) -> list[dict[str, str]]:
+    return [{"signal": s.signal, "status": s.status, "detail": s.detail} for s in signals]
+
+
+def _fixes(signals: Sequence[Any]) -> list[str]:
+    """The fix and the cost of every signal that is not ok, each under its signal's name."""
+    out: list[str] = []
+    for s in signals:
+        if s.status == "ok":
+            continue
+        out.append(f"  [{s.signal}] {s.status} — {s.cost}")
+        if s.costs:
+            out.append(f"    cannot be given: {', '.join(s.costs)}")
+        if s.fix:
+            out.append("    fix:")
+            out.extend("      " + line for line in s.fix.split("\n"))
+    return out
+
+
+def _detected_lines(process: Any) -> list[str]:
+    d = process.detected
+    rest = [k for k, v in d.rest_client_metrics.items() if v]
+    api = d.apiserver
+    api_text = (f"reachable, generation {api.generation}, level {api.priority_level!r} "
+                f"{'seen' if api.priority_level_seen else 'not seen'}"
+                if api.reachable else "not scraped")
+    lines = [
+        f"framework: {d.framework} ({'; '.join(d.evidence)})",
+        f"priority queue: {'on' if d.priority_queue else 'off'}; REST-client metrics: "
+        f"{', '.join(rest) or 'none'}; API server: {api_text}",
+    ]
+    if d.version_hints:
+        lines.append("hints: " + "; ".join(d.version_hints))
+    names = [q.name for q in process.queues]
+    lines.append(f"queues ({len(names)}): {', '.join(names)}")
+    return lines
+
+
+def render_table(report: Any) -> str:
+    """The report for a terminal: every line through :func:`terminal_text` (label values are
+    hostile text), the tables through :func:`format_table`."""
+    parts = [terminal_text(f"source: {report.source}   at: {_clock(report.at)}   range: "
+                           f"{report.range_s:g} s"
+                           + (f"   selector: {report.selector}" if report.selector else "")),
+             terminal_text(report.summary), "", "fleet:",
+             format_table(_signal_rows(report.signals), TABLE_COLUMNS)]
+    fixes = _fixes(report.signals)
+    if fixes:
+        parts += ["fixes:", terminal_lines("\n".join(fixes))]
+    for process in report.processes:
+        parts += ["", terminal_text(f"== process {_labels_text(process.labels)}")]
+        parts += [terminal_text("   " + line) for line in _detected_lines(process)]
+        parts.append(format_table(_signal_rows(process.signals), TABLE_COLUMNS))
+        fixes = _fixes(process.signals)
+        if fixes:
+            parts += ["fixes:", terminal_lines("\n".join(fixes))]
+    parts += [terminal_text(f"warning: {w}") for w in report.warnings]
+    return "\n".join(parts) + "\n"
