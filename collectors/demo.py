@@ -56,6 +56,26 @@ _SCALAR_FIELDS = (
 )
 
 
+_NOT_IN_DEMO: dict[str, str] = {
+    **dict.fromkeys(("api_request_s_per_s", "api_retries_per_s"),
+                    "the demo's processes expose only rest_client_requests_total and the "
+                    "rate limiter (controller-runtime without RegisterRESTClientMetrics)"),
+    "api_writes_per_s": "the demo's API calls carry no method (it does not model writes)",
+    **dict.fromkeys(("reconcile_panics_per_s", "reconcile_timeouts_per_s",
+                     "terminal_errors_per_s"),
+                    "the demo does not expose controller-runtime's panic, timeout and "
+                    "terminal-error counters"),
+    "priority_series": "the demo does not read depth by priority",
+    **dict.fromkeys(("apf_priority_level", "apf_wait_mean_s", "apf_rejected_per_s",
+                     "apf_dispatched_per_s", "apf_inqueue_mean", "apf_seats_in_use_mean",
+                     "apf_seat_limit", "apiserver_write_latency_mean_s",
+                     "apiserver_write_sli_mean_s"),
+                    "the demo has no API server (see queuelens simulate --api-calls N "
+                    "--apf-seats N for one)"),
+}
+"""The signals beyond the queue (issue 13) that the demo fleet does not model, and why."""
+
+
 LAST_S = 253402300799.0
 """9999-12-31T23:59:59Z: the demo fleet's last time (issue 12: ``--at 1e20`` reached
 ``time.gmtime`` in the commands and was a traceback). Within it a sample step of 15 s is still
@@ -234,6 +254,7 @@ class DemoSource:
         for i, spec in enumerate(self.fleet.specs):
             values: dict[str, Any] = {}
             missing: dict[str, str] = {}
+            missing.update(_NOT_IN_DEMO)
             for field in _SCALAR_FIELDS:
                 v = data[field][i]
                 if math.isfinite(v):

@@ -52,6 +52,20 @@ _ROWS: tuple[tuple[str, str, str | None], ...] = (
     ("dependency_rate_peak_per_s", "dependency requests /s peak (per bin)", None),
     ("api_calls", "API calls", "api"),
     ("api_limiter_wait_mean_s", "API client limiter wait mean s (per call)", "api_qps"),
+    ("api_attempts", "API requests (every attempt)", "server"),
+    ("api_retries", "API retries (after a 429)", "apf"),
+    ("api_429", "API 429 answers", "apf"),
+    ("api_409", "API 409 conflicts", "conflicts"),
+    ("api_failed_calls", "API calls failed (each failed its pass)", "server"),
+    ("api_writes_ok", "API writes stored (200)", "writes"),
+    ("apf_dispatched", "APF requests dispatched (with background)", "apf"),
+    ("apf_rejected_queue_full", "APF rejected: queue full", "apf"),
+    ("apf_rejected_timeout", "APF rejected: wait limit", "apf"),
+    ("apf_wait_mean_s", "APF queue wait mean s", "apf"),
+    ("apf_busy_seats_mean", "APF seats busy (mean)", "apf"),
+    ("webhook_admissions", "webhook admissions", "webhook"),
+    ("webhook_wait_mean_s", "webhook slot wait mean s", "webhook"),
+    ("admission_mean_s", "webhook admission mean s", "webhook"),
     ("healthy_wait_mean_s", "healthy keys wait mean s", None),
     ("healthy_wait_p99_s", "healthy keys wait p99 s", None),
     ("failing_wait_mean_s", "failing keys wait mean s", None),
@@ -153,6 +167,32 @@ MAX_QPS = 1e12
 limit; its default burst (10 s or 1 s of tokens) stays a finite whole number."""
 MAX_BURST = 10**15
 """--burst / --api-burst: token counts are doubles, exact up to 2^53 ≈ 9e15."""
+MAX_API_CALLS = 1000
+"""--api-writes: at most the API calls per pass, which the simulator caps at 1000."""
+MAX_APF_SEATS = 10_000
+MAX_APF_QUEUE_LIMIT = 1_000_000
+MAX_APF_WAIT_LIMIT_S = 60.0
+"""The API server's hard limit on a request's timeout."""
+MAX_APF_BACKGROUND_LATENCY_S = 3600.0
+MAX_RETRY_AFTER_S = 3600
+MAX_API_RETRIES = 100
+MAX_WEBHOOK_LATENCY_S = 30.0
+"""The longest timeout an admission webhook can have (timeoutSeconds ≤ 30)."""
+MAX_WEBHOOK_CONCURRENCY = 10_000
+MAX_CONFLICT_OBJECTS = 10_000_000
+"""The caps of :func:`models.simulate.simulate` for the API server side, checked here so that
+a bad size is the flag's error."""
+
+DEFAULT_APF_QUEUE_LIMIT = 50
+DEFAULT_APF_WAIT_LIMIT_S = 15.0
+"""A quarter of the request's 60 s timeout, as the API server."""
+DEFAULT_APF_BACKGROUND_LATENCY_S = 0.05
+DEFAULT_API_MAX_RETRIES = 10
+"""client-go ``rest/request.go`` ``maxRetries: 10``."""
+APISERVER_GENERATIONS: tuple[str, ...] = ("1.36", "1.37")
+""":data:`collectors.openmetrics.APISERVER_GENERATIONS`, spelled out so that ``--help`` does not
+import the writer (and numpy)."""
+DEFAULT_APISERVER_GENERATION = "1.37"
 
 
 def bounded_int(most: int, *, minimum: int = 1) -> Callable[[str], int]:
@@ -170,6 +210,38 @@ def bounded_int(most: int, *, minimum: int = 1) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def bounded_duration(most_s: float, *, zero: bool = False) -> Callable[[str], float]:
+    """An argparse type: a duration (units, or a bare number of seconds) of at most
+    ``most_s`` seconds; above 0, or also 0 with ``zero``."""
+
+    def parse(text: str) -> float:
+        value = _non_negative_duration(text) if zero else parse_duration(text)
+        if value > most_s:
+            raise argparse.ArgumentTypeError(f"must be at most {most_s:g}s, got {text[:40]!r}")
+        return value
+
+    return parse
+
+
+def _retry_after(text: str) -> int:
+    """A fixed Retry-After: whole seconds from 1 to :data:`MAX_RETRY_AFTER_S` (the header is an
+    integer), with units (``2m``) or bare."""
+    value = parse_duration(text)
+    if not value.is_integer() or not 1 <= value <= MAX_RETRY_AFTER_S:
+        raise argparse.ArgumentTypeError(
+            f"must be whole seconds from 1 to {MAX_RETRY_AFTER_S} (the header is an integer), "
+            f"got {text[:40]!r}")
+    return int(value)
+
+
+def _background_rate(text: str) -> float:
+    """A rate of requests per second, 0 (none) up to :data:`MAX_QPS`."""
+    value = non_negative_float(text)
+    if value > MAX_QPS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_QPS:g} per second, got {text!r}")
+    return value
 
 
 def bounded_rate(text: str) -> float:
@@ -224,8 +296,10 @@ def register(subparsers: Any) -> None:
             "(coalescing via dirty/processing, one worker per key at a time), c workers, "
             "failures with rate-limited retries and an optional dependency QPS limit; "
             "optionally load and workers over time, a hot key, a serial section under a "
-            "process-wide lock, a coherency cost (USL), the API client's token bucket, and "
-            "the scraped /metrics as OpenMetrics for promtool. Durations take units "
+            "process-wide lock, a coherency cost (USL), the API client's token bucket, the "
+            "API server beyond it (an APF priority level with 429s and client retries, an "
+            "admission webhook on writes, 409 write conflicts), and the scraped /metrics as "
+            "OpenMetrics for promtool. Durations take units "
             "(250ms, 90s, 5m, 1h); a bare number is seconds."
         ),
     )
@@ -286,6 +360,7 @@ def register(subparsers: Any) -> None:
                      metavar="DURATION",
                      help="latency of each API call, e.g. 20ms (bare number = seconds; "
                           "default 0); needs --api-calls")
+    add_server_arguments(parser)
     run = parser.add_argument_group("run")
     run.add_argument("--duration", type=_duration, required=True, metavar="T",
                      help="simulated time, e.g. 600 or 10m (bare number = seconds)")
@@ -313,7 +388,150 @@ def register(subparsers: Any) -> None:
                     help="time of the first scrape: unix seconds or RFC 3339 (default "
                          f"{DEFAULT_START_UNIX:.0f} = 2024-01-01T00:00:00Z, on a 2-hour "
                          "boundary)")
+    om.add_argument("--apiserver-generation", choices=APISERVER_GENERATIONS, default=None,
+                    help="the modelled API server's metric names: 1.37 (default) or 1.36, "
+                         "which also has the pre-1.37 apiserver_flowcontrol_request_concurrency_"
+                         "limit / _in_use gauges; needs --apf-seats or --api-writes")
     parser.set_defaults(func=handle)
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """The API server side of :func:`models.simulate.simulate`, each off by default."""
+    srv = parser.add_argument_group(
+        "API server (priority level, admission webhook, write conflicts)")
+    srv.add_argument("--api-writes", type=bounded_int(MAX_API_CALLS, minimum=0), default=0,
+                     metavar="N",
+                     help="of the --api-calls of a pass, the last N are writes (PUT), the rest "
+                          "reads (default 0); needs --api-calls")
+    srv.add_argument("--apf-seats", type=bounded_int(MAX_APF_SEATS), default=None, metavar="N",
+                     help="an API Priority and Fairness priority level of N seats, one per "
+                          "request in execution (one FIFO queue; a rejection is a 429); "
+                          f"1 to {MAX_APF_SEATS:,}; needs --api-calls")
+    srv.add_argument("--apf-queue-limit", type=bounded_int(MAX_APF_QUEUE_LIMIT, minimum=0),
+                     default=None, metavar="N",
+                     help="requests that may wait for a seat, 0 = no queue (default "
+                          f"{DEFAULT_APF_QUEUE_LIMIT}); one more is rejected (queue full); "
+                          "needs --apf-seats")
+    srv.add_argument("--apf-wait-limit", type=bounded_duration(MAX_APF_WAIT_LIMIT_S),
+                     default=None, metavar="DURATION",
+                     help="a request still waiting after this is rejected (time-out), e.g. 5s "
+                          f"(bare number = seconds; default {DEFAULT_APF_WAIT_LIMIT_S:g}s, at "
+                          f"most {MAX_APF_WAIT_LIMIT_S:g}s); needs --apf-seats")
+    srv.add_argument("--apf-background-rate", type=_background_rate, default=None, metavar="R",
+                     help="the level's other clients: Poisson requests at R/s, each holding a "
+                          "seat --apf-background-latency (default 0: none); needs --apf-seats")
+    srv.add_argument("--apf-background-latency",
+                     type=bounded_duration(MAX_APF_BACKGROUND_LATENCY_S), default=None,
+                     metavar="DURATION",
+                     help="seat time of each background request, e.g. 50ms (bare number = "
+                          f"seconds; default {DEFAULT_APF_BACKGROUND_LATENCY_S * 1000:g}ms); "
+                          "needs --apf-background-rate")
+    srv.add_argument("--apf-retry-after", type=_retry_after, default=None, metavar="DURATION",
+                     help="a fixed Retry-After on the 429s, whole seconds, e.g. 1 or 2s (bare "
+                          f"number = seconds; 1 to {MAX_RETRY_AFTER_S}); omit for the API "
+                          "server's dynamic one (1s, doubled up to 32s while the level keeps "
+                          "dropping); needs --apf-seats")
+    srv.add_argument("--api-max-retries", type=bounded_int(MAX_API_RETRIES, minimum=0),
+                     default=None, metavar="N",
+                     help="client-go retries of a 429, sleeping the Retry-After and holding "
+                          f"the worker (default {DEFAULT_API_MAX_RETRIES}, at most "
+                          f"{MAX_API_RETRIES}); needs --apf-seats")
+    srv.add_argument("--webhook-latency", type=bounded_duration(MAX_WEBHOOK_LATENCY_S, zero=True),
+                     default=0.0, metavar="DURATION",
+                     help="an admission webhook on the writes taking this per admission, e.g. "
+                          "20ms (bare number = seconds; default 0: none; at most "
+                          f"{MAX_WEBHOOK_LATENCY_S:g}s); needs --api-writes")
+    srv.add_argument("--webhook-concurrency", type=bounded_int(MAX_WEBHOOK_CONCURRENCY),
+                     default=None, metavar="N",
+                     help="the webhook serves N admissions at a time, FIFO (default: "
+                          "unlimited); needs --webhook-latency")
+    srv.add_argument("--conflict-objects", type=bounded_int(MAX_CONFLICT_OBJECTS), default=None,
+                     metavar="N",
+                     help="key k's pass reads and writes shared object k mod N: a write after "
+                          "another pass's write since the read is a 409 and fails the pass "
+                          f"(1 to {MAX_CONFLICT_OBJECTS:,}); needs --api-writes")
+
+
+def _check_server_flags(args: argparse.Namespace) -> None:
+    """Each API server flag without its prerequisite is a one-line error."""
+    apf_given = (("--apf-queue-limit", args.apf_queue_limit is not None),
+                 ("--apf-wait-limit", args.apf_wait_limit is not None),
+                 ("--apf-background-rate", args.apf_background_rate is not None),
+                 ("--apf-background-latency", args.apf_background_latency is not None),
+                 ("--apf-retry-after", args.apf_retry_after is not None),
+                 ("--api-max-retries", args.api_max_retries is not None))
+    for flag, given in (("--api-writes", args.api_writes > 0),
+                        ("--apf-seats", args.apf_seats is not None), *apf_given):
+        if given and args.api_calls == 0:
+            raise CliError(f"{flag} needs --api-calls N (API calls per pass).")
+    if args.api_writes > args.api_calls:
+        raise CliError(f"--api-writes {args.api_writes} cannot exceed --api-calls "
+                       f"{args.api_calls} (the writes are the last calls of a pass).")
+    if args.apf_background_latency is not None and args.apf_background_rate is None:
+        raise CliError("--apf-background-latency needs --apf-background-rate R.")
+    for flag, given in apf_given:
+        if given and args.apf_seats is None:
+            raise CliError(f"{flag} needs --apf-seats N (the priority level's seats).")
+    for flag, given in (("--webhook-latency", args.webhook_latency > 0),
+                        ("--conflict-objects", args.conflict_objects is not None)):
+        if given and args.api_writes == 0:
+            raise CliError(f"{flag} needs --api-writes N (writes per pass).")
+    if args.webhook_concurrency is not None and args.webhook_latency == 0:
+        raise CliError("--webhook-concurrency needs --webhook-latency DURATION.")
+    if args.apiserver_generation is not None:
+        if args.emit_openmetrics is None:
+            raise CliError("--apiserver-generation needs --emit-openmetrics FILE.")
+        if not _server_on(args):
+            raise CliError("--apiserver-generation needs a modelled API server "
+                           "(--apf-seats N or --api-writes N).")
+
+
+def _server_on(args: argparse.Namespace) -> bool:
+    """Whether the run models the API server (the webhook and conflicts need writes)."""
+    return args.api_writes > 0 or args.apf_seats is not None
+
+
+def _server_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The API server side's keyword arguments of :func:`models.simulate.simulate`, defaults
+    filled in (:func:`test_server_defaults_are_the_simulators` keeps them equal)."""
+    return {
+        "api_writes": args.api_writes,
+        "apf_seats": args.apf_seats,
+        "apf_queue_limit": (DEFAULT_APF_QUEUE_LIMIT if args.apf_queue_limit is None
+                            else args.apf_queue_limit),
+        "apf_wait_limit_s": args.apf_wait_limit or DEFAULT_APF_WAIT_LIMIT_S,
+        "apf_background_rate_per_s": args.apf_background_rate or 0.0,
+        "apf_background_latency_s": (args.apf_background_latency
+                                     or DEFAULT_APF_BACKGROUND_LATENCY_S),
+        "apf_retry_after_s": (None if args.apf_retry_after is None
+                              else float(args.apf_retry_after)),
+        "api_max_retries": (DEFAULT_API_MAX_RETRIES if args.api_max_retries is None
+                            else args.api_max_retries),
+        "webhook_latency_s": args.webhook_latency,
+        "webhook_concurrency": args.webhook_concurrency,
+        "conflict_objects": args.conflict_objects,
+    }
+
+
+def _server_payload(args: argparse.Namespace, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """payload["inputs"] of the API server side: the values the run used, None for a part
+    that is off (``apf_retry_after_s`` None with APF on: the API server's dynamic one)."""
+    apf = args.apf_seats is not None
+    background = kwargs["apf_background_rate_per_s"] > 0
+    hook = args.webhook_latency > 0
+    return {
+        "api_writes": args.api_writes,
+        "apf_seats": args.apf_seats,
+        "apf_queue_limit": kwargs["apf_queue_limit"] if apf else None,
+        "apf_wait_limit_s": kwargs["apf_wait_limit_s"] if apf else None,
+        "apf_background_rate_per_s": kwargs["apf_background_rate_per_s"] if apf else None,
+        "apf_background_latency_s": kwargs["apf_background_latency_s"] if background else None,
+        "apf_retry_after_s": kwargs["apf_retry_after_s"] if apf else None,
+        "api_max_retries": kwargs["api_max_retries"] if apf else None,
+        "webhook_latency_s": args.webhook_latency if hook else None,
+        "webhook_concurrency": args.webhook_concurrency if hook else None,
+        "conflict_objects": args.conflict_objects,
+    }
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -336,6 +554,7 @@ def _check_flags(args: argparse.Namespace) -> None:
             raise CliError(f"{flag} needs --api-calls N (API calls per pass).")
     if args.api_burst is not None and args.api_qps is None:
         raise CliError("--api-burst needs --api-qps.")
+    _check_server_flags(args)
     if args.emit_openmetrics is None:
         for flag, value in (("--scrape-interval", args.scrape_interval),
                             ("--queue-name", args.queue_name), ("--pod", args.pod),
@@ -363,7 +582,9 @@ def _emit_openmetrics(args: argparse.Namespace, metrics: Any) -> dict[str, Any]:
     queue = args.queue_name or DEFAULT_QUEUE_NAME
     pod = args.pod or DEFAULT_POD
     start = DEFAULT_START_UNIX if args.start is None else args.start
-    families = simulated_families([(queue, pod, metrics)], start)
+    generation = args.apiserver_generation or DEFAULT_APISERVER_GENERATION
+    families = simulated_families([(queue, pod, metrics)], start,
+                                  apiserver_generation=generation)
     write_atomically(args.emit_openmetrics, lambda fh: write_families(fh, families),
                      "--emit-openmetrics")
     scrapes = len(metrics.t_s)
@@ -376,7 +597,8 @@ def _emit_openmetrics(args: argparse.Namespace, metrics: Any) -> dict[str, Any]:
                          f"the run ({args.duration:g}s): it does not see the events after it\n")
     return {"file": args.emit_openmetrics, "queue_name": queue, "pod": pod,
             "start_unix": start, "scrape_interval_s": metrics.scrape_interval_s,
-            "scrapes": scrapes, "series": series, "last_scrape_s": last}
+            "scrapes": scrapes, "series": series, "last_scrape_s": last,
+            **({"apiserver_generation": generation} if metrics.server is not None else {})}
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -399,6 +621,7 @@ def handle(args: argparse.Namespace) -> int:
         raise CliError(f"{flag}: {exc}") from None
     emit_om = args.emit_openmetrics is not None
     scrape_s = (args.scrape_interval or DEFAULT_SCRAPE_INTERVAL_S) if emit_om else None
+    server = _server_kwargs(args)
     bar = ProgressBar(sys.stderr, tty=True)
     progress = partial(bar.fraction, "simulating") if sys.stderr.isatty() else None
     try:
@@ -428,6 +651,7 @@ def handle(args: argparse.Namespace) -> int:
             api_burst=args.api_burst,
             api_latency_s=args.api_latency,
             scrape_interval_s=scrape_s,
+            **server,
         )
     finally:
         bar.close()
@@ -454,6 +678,7 @@ def handle(args: argparse.Namespace) -> int:
         "dependency_qps": args.dependency_qps,
         "api_calls": args.api_calls, "api_qps": args.api_qps, "api_burst": args.api_burst,
         "api_latency_s": args.api_latency,
+        **_server_payload(args, server),
         "scrape_interval_s": scrape_s, "duration_s": args.duration,
         "warmup_s": args.warmup, "seed": args.seed,
     }
@@ -462,6 +687,11 @@ def handle(args: argparse.Namespace) -> int:
         "workers_schedule": args.workers_schedule is not None,
         "api": args.api_calls > 0,
         "api_qps": args.api_calls > 0 and args.api_qps is not None,
+        "server": _server_on(args),
+        "writes": args.api_writes > 0,
+        "apf": args.apf_seats is not None,
+        "webhook": args.webhook_latency > 0,
+        "conflicts": args.conflict_objects is not None,
     }
     rows = [{"metric": label, "value": payload.get(name)} for name, label, when in _ROWS
             if when is None or on[when]]
@@ -484,7 +714,36 @@ def _header(args: argparse.Namespace, policy: Any, rate_mean: float) -> str:
     if args.api_calls:
         qps = f" at {args.api_qps:g}/s" if args.api_qps is not None else ""
         extras.append(f"{args.api_calls} API calls/pass{qps}")
+    extras.extend(_server_header(args))
     more = f"; {', '.join(extras)}" if extras else ""
     return (f"simulate: {load} over {args.keys} keys{keys}, {workers}, "
             f"service {args.service_dist} mean {args.service_mean:g}s{more}, "
             f"{args.duration:g}s simulated, seed {args.seed}; retry: {policy.describe()}")
+
+
+def _server_header(args: argparse.Namespace) -> list[str]:
+    """The header's fragments of the API server side (none when it is off)."""
+    out = []
+    if args.api_writes:
+        out.append(f"{args.api_writes} of them writes")
+    if args.apf_seats is not None:
+        limit = (DEFAULT_APF_QUEUE_LIMIT if args.apf_queue_limit is None
+                 else args.apf_queue_limit)
+        wait = args.apf_wait_limit or DEFAULT_APF_WAIT_LIMIT_S
+        seats = "1 seat" if args.apf_seats == 1 else f"{args.apf_seats} seats"
+        level = f"APF {seats} (queue {limit}, wait limit {wait:g}s"
+        if args.apf_background_rate:
+            latency = args.apf_background_latency or DEFAULT_APF_BACKGROUND_LATENCY_S
+            level += f", background {args.apf_background_rate:g}/s x {latency:g}s"
+        retry_after = ("dynamic" if args.apf_retry_after is None
+                       else f"{args.apf_retry_after}s")
+        retries = (DEFAULT_API_MAX_RETRIES if args.api_max_retries is None
+                   else args.api_max_retries)
+        out.append(f"{level}; Retry-After {retry_after}, {retries} client retries)")
+    if args.webhook_latency:
+        slots = ("" if args.webhook_concurrency is None
+                 else f" x {args.webhook_concurrency} slots")
+        out.append(f"webhook {args.webhook_latency:g}s{slots}")
+    if args.conflict_objects is not None:
+        out.append(f"{args.conflict_objects} shared objects (409s)")
+    return out

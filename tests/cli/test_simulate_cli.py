@@ -371,3 +371,290 @@ def test_the_largest_seed_and_key_count_run(capsys: pytest.CaptureFixture[str]) 
                                "--seed", str(2**64 - 1), "--format", "json"], capsys)
     assert code == 0, err
     assert json.loads(out)["raw_events"] > 0
+
+
+# --- the API server side: priority level, admission webhook, write conflicts ------------------
+
+SERVER_LABELS = ("API requests (every attempt)", "API retries (after a 429)", "API 429 answers",
+                 "API 409 conflicts", "API calls failed", "API writes stored (200)",
+                 "APF requests dispatched", "APF rejected: queue full",
+                 "APF rejected: wait limit", "APF queue wait mean s", "APF seats busy (mean)",
+                 "webhook admissions", "webhook slot wait mean s", "webhook admission mean s")
+SATURATED = ["simulate", "--arrival-rate", "100", "--keys", "1000", "--workers", "8",
+             "--service-mean", "0.01", "--api-calls", "2", "--api-latency", "50ms",
+             "--duration", "60", "--seed", "1"]
+"""8 workers, 2 calls of 50 ms a pass: up to 8 requests at once for a level of 1 seat."""
+WRITES = ["simulate", "--arrival-rate", "20", "--keys", "50", "--service-mean", "0.05",
+          "--api-calls", "2", "--api-writes", "1", "--api-latency", "10ms", "--duration", "60"]
+
+
+def test_simulate_apf_seats_queue_the_requests(capsys: pytest.CaptureFixture[str]) -> None:
+    data = sim_json([*SATURATED, "--apf-seats", "1"], capsys)
+    assert data["api_429"] > 0 or data["apf_wait_mean_s"] > 0
+    assert data["apf_wait_mean_s"] > 0.05  # a queue of workers behind one seat
+    assert data["apf_busy_seats_mean"] == pytest.approx(1.0, abs=0.01)  # saturated
+    assert data["throughput_per_s"] == pytest.approx(1 / (2 * 0.05), rel=0.05)  # the seat
+    inputs = data["inputs"]
+    assert inputs["apf_seats"] == 1
+    assert inputs["apf_queue_limit"] == 50
+    assert inputs["apf_wait_limit_s"] == 15.0
+    assert inputs["apf_retry_after_s"] is None  # the API server's dynamic one
+    assert inputs["api_max_retries"] == 10
+    assert inputs["webhook_latency_s"] is None
+    # more seats than workers: no wait at all
+    roomy = sim_json([*SATURATED, "--apf-seats", "16"], capsys)
+    assert roomy["apf_wait_mean_s"] == 0
+    assert roomy["api_429"] == 0
+
+
+def test_simulate_apf_rejections_retries_and_failed_passes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = [*SATURATED, "--apf-seats", "1", "--apf-queue-limit", "0"]
+    data = sim_json([*base, "--apf-retry-after", "1s"], capsys)
+    assert data["api_429"] > 0
+    assert data["apf_rejected_queue_full"] >= data["api_429"]
+    assert data["api_retries"] > 0
+    assert data["api_retries"] <= data["api_429"]  # a retry follows a 429
+    # every attempt is dispatched or rejected (but the few in flight at the end)
+    assert abs(data["apf_dispatched"] + data["api_429"] - data["api_attempts"]) <= 8
+    assert data["inputs"]["apf_retry_after_s"] == 1.0
+    no_retry = sim_json([*base, "--api-max-retries", "0"], capsys)
+    assert no_retry["api_retries"] == 0
+    assert no_retry["api_failed_calls"] == no_retry["api_429"] > 0  # each 429 fails its call
+    assert no_retry["failed"] >= no_retry["api_failed_calls"] > 0  # … and its pass
+    assert no_retry["retries"] > 0  # AddRateLimited
+    # the level's other clients take seats too: rejected at the wait limit
+    busy = sim_json([*SATURATED, "--apf-seats", "2", "--apf-wait-limit", "100ms",
+                     "--apf-background-rate", "50", "--apf-background-latency", "40ms"],
+                    capsys)
+    assert busy["apf_rejected_timeout"] > 0
+    assert busy["apf_dispatched"] > busy["api_attempts"] - busy["api_429"]  # background
+    assert busy["inputs"]["apf_background_rate_per_s"] == 50
+    assert busy["inputs"]["apf_background_latency_s"] == 0.04
+    assert busy["inputs"]["apf_wait_limit_s"] == 0.1
+
+
+@pytest.mark.parametrize(("workers", "conflicts"), [(1, False), (4, True)])
+def test_simulate_conflict_objects_409_only_with_concurrent_passes(
+    workers: int, conflicts: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = sim_json([*WRITES, "--workers", str(workers), "--conflict-objects", "1"], capsys)
+    assert data["api_writes_ok"] > 0
+    if conflicts:
+        assert data["api_409"] > 0
+        assert data["failed"] >= data["api_409"]  # a 409 fails its pass
+    else:
+        assert data["api_409"] == 0  # one worker: no pass writes under another's feet
+        assert data["failed"] == 0
+    assert data["inputs"]["conflict_objects"] == 1
+    assert data["inputs"]["api_writes"] == 1
+
+
+def test_simulate_webhook_admission(capsys: pytest.CaptureFixture[str]) -> None:
+    data = sim_json([*WRITES, "--workers", "4", "--webhook-latency", "20ms",
+                     "--webhook-concurrency", "1"], capsys)
+    assert data["api_writes_ok"] > 0
+    assert abs(data["webhook_admissions"] - data["api_writes_ok"]) <= 4  # but those in flight
+    assert data["admission_mean_s"] >= 0.02
+    assert data["admission_mean_s"] == pytest.approx(0.02 + data["webhook_wait_mean_s"])
+    assert data["apf_wait_mean_s"] is None  # no priority level
+    assert (data["inputs"]["webhook_latency_s"], data["inputs"]["webhook_concurrency"]) == (
+        0.02, 1)
+
+
+def test_simulate_server_rows_and_header_only_when_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run_main([*BASE, *ONE, "--api-calls", "1"], capsys)
+    assert code == 0
+    assert not any(label in out for label in SERVER_LABELS)
+    assert "APF" not in out.splitlines()[0]
+    code, out, _ = run_main([*SATURATED, "--apf-seats", "1"], capsys)
+    assert code == 0
+    header = out.splitlines()[0]
+    assert ("2 API calls/pass, APF 1 seat (queue 50, wait limit 15s; Retry-After dynamic, "
+            "10 client retries)") in header
+    for label in ("API 429 answers", "APF queue wait mean s", "APF seats busy (mean)"):
+        assert label in out
+    for label in ("API 409 conflicts", "webhook admission mean s", "API writes stored"):
+        assert label not in out
+    code, out, _ = run_main([*WRITES, "--workers", "2", "--webhook-latency", "20ms",
+                             "--conflict-objects", "3", "--format", "csv"], capsys)
+    assert code == 0
+    rows = dict(list(csv.reader(io.StringIO(out)))[1:])
+    assert float(rows["webhook admission mean s"]) == pytest.approx(0.02)
+    assert int(rows["API 409 conflicts"]) >= 0
+    assert "APF queue wait mean s" not in rows
+    code, out, _ = run_main([*WRITES, "--workers", "2", "--webhook-latency", "20ms",
+                             "--webhook-concurrency", "2", "--conflict-objects", "3"], capsys)
+    assert code == 0
+    assert ("2 API calls/pass, 1 of them writes, webhook 0.02s x 2 slots, "
+            "3 shared objects (409s)") in out.splitlines()[0]
+
+
+@pytest.mark.parametrize(("generation", "old_gauges"), [(None, False), ("1.37", False),
+                                                        ("1.36", True)])
+def test_simulate_emit_openmetrics_with_the_api_server(
+    generation: str | None, old_gauges: bool, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    om = tmp_path / "sim.om"
+    extra = [] if generation is None else ["--apiserver-generation", generation]
+    data = sim_json([*SATURATED, "--apf-seats", "2", "--api-writes", "1",
+                     "--webhook-latency", "10ms", "--emit-openmetrics", str(om), *extra],
+                    capsys)
+    assert data["openmetrics"]["apiserver_generation"] == (generation or "1.37")
+    text = om.read_text()
+    head, seats, _ = _last_sample(text, "apiserver_flowcontrol_nominal_limit_seats")
+    assert seats == 2
+    assert 'priority_level="workload-low"' in head
+    assert ("apiserver_flowcontrol_request_concurrency_limit{" in text) is old_gauges
+    _, dispatched, _ = _last_sample(text, "apiserver_flowcontrol_dispatched_requests_total")
+    assert dispatched == data["apf_dispatched"] > 0
+    assert "apiserver_admission_webhook_admission_duration_seconds_bucket{" in text
+    if generation == "1.36":
+        promtool = require_binary("promtool", PROMETHEUS_HINT)
+        tsdb = tmp_path / "tsdb"
+        tsdb.mkdir()
+        proc = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(om),
+                               str(tsdb)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_simulate_emit_openmetrics_without_a_server_is_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    om = tmp_path / "sim.om"
+    data = sim_json([*BASE, *ONE, "--api-calls", "1", "--emit-openmetrics", str(om),
+                     "--scrape-interval", "5"], capsys)
+    assert "apiserver_generation" not in data["openmetrics"]
+    assert "apiserver_" not in om.read_text()
+
+
+CALLS = ["--api-calls", "2"]
+SEATS = [*CALLS, "--apf-seats", "2"]
+WRITE = [*CALLS, "--api-writes", "1"]
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--api-writes", "1"], "--api-writes needs --api-calls"),
+    ([*CALLS, "--api-writes", "3"], "cannot exceed --api-calls 2"),
+    ([*CALLS, "--api-writes", "-1"], "--api-writes"),
+    ([*CALLS, "--api-writes", "1001"], "1,000"),
+    (["--apf-seats", "2"], "--apf-seats needs --api-calls"),
+    ([*CALLS, "--apf-seats", "0"], "--apf-seats"),
+    ([*CALLS, "--apf-seats", "10001"], "10,000"),
+    ([*CALLS, "--apf-seats", "1.5"], "whole number"),
+    (["--apf-queue-limit", "5"], "--apf-queue-limit needs --api-calls"),
+    ([*CALLS, "--apf-queue-limit", "5"], "--apf-queue-limit needs --apf-seats"),
+    ([*SEATS, "--apf-queue-limit", "-1"], "--apf-queue-limit"),
+    ([*SEATS, "--apf-queue-limit", str(10**7)], "1,000,000"),
+    ([*CALLS, "--apf-wait-limit", "5s"], "--apf-wait-limit needs --apf-seats"),
+    ([*SEATS, "--apf-wait-limit", "0"], "--apf-wait-limit"),
+    ([*SEATS, "--apf-wait-limit", "2m"], "at most 60s"),
+    ([*SEATS, "--apf-wait-limit", "5x"], "not a duration"),
+    ([*CALLS, "--apf-background-rate", "5"], "--apf-background-rate needs --apf-seats"),
+    ([*SEATS, "--apf-background-rate", "-5"], "--apf-background-rate"),
+    ([*SEATS, "--apf-background-rate", "nan"], "--apf-background-rate"),
+    ([*SEATS, "--apf-background-rate", "1e13"], "at most"),
+    ([*SEATS, "--apf-background-latency", "50ms"], "needs --apf-background-rate"),
+    ([*SEATS, "--apf-background-rate", "5", "--apf-background-latency", "2h"], "at most 3600s"),
+    ([*SEATS, "--apf-background-rate", "1e8"], "APF background requests"),  # the simulator's
+    ([*CALLS, "--apf-retry-after", "1"], "--apf-retry-after needs --apf-seats"),
+    ([*SEATS, "--apf-retry-after", "1.5s"], "whole seconds"),
+    ([*SEATS, "--apf-retry-after", "500ms"], "whole seconds"),
+    ([*SEATS, "--apf-retry-after", "2h"], "whole seconds from 1 to 3600"),
+    ([*SEATS, "--apf-retry-after", "0"], "--apf-retry-after"),
+    ([*CALLS, "--api-max-retries", "3"], "--api-max-retries needs --apf-seats"),
+    ([*SEATS, "--api-max-retries", "101"], "100"),
+    ([*SEATS, "--api-max-retries", "-1"], "--api-max-retries"),
+    (["--webhook-latency", "20ms"], "--webhook-latency needs --api-writes"),
+    ([*CALLS, "--webhook-latency", "20ms"], "--webhook-latency needs --api-writes"),
+    ([*WRITE, "--webhook-latency", "31s"], "at most 30s"),
+    ([*WRITE, "--webhook-latency", "-1ms"], "--webhook-latency"),
+    ([*WRITE, "--webhook-concurrency", "2"], "--webhook-concurrency needs --webhook-latency"),
+    ([*WRITE, "--webhook-latency", "20ms", "--webhook-concurrency", "0"],
+     "--webhook-concurrency"),
+    ([*CALLS, "--conflict-objects", "1"], "--conflict-objects needs --api-writes"),
+    ([*WRITE, "--conflict-objects", "0"], "--conflict-objects"),
+    ([*WRITE, "--conflict-objects", str(10**8)], "10,000,000"),
+    ([*SEATS, "--apiserver-generation", "1.36"], "needs --emit-openmetrics"),
+    ([*CALLS, "--emit-openmetrics", "{tmp}/sim.om", "--scrape-interval", "5",
+      "--apiserver-generation", "1.36"], "needs a modelled API server"),
+    ([*SEATS, "--emit-openmetrics", "{tmp}/sim.om", "--scrape-interval", "5",
+      "--apiserver-generation", "1.35"], "invalid choice"),
+])
+def test_simulate_server_flags_reject_bad_values_in_one_line(
+    extra: list[str], says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*BASE, *ONE, *(a.replace("{tmp}", str(tmp_path)) for a in extra),
+            "--format", "json"]
+    code, out, err = run_main(argv, capsys)
+    assert code == 2, err
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert "error:" in err
+    assert "Traceback" not in err
+    assert says in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_simulate_help_states_the_server_flags_and_units(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run_main(["simulate", "--help"], capsys)
+    assert code == 0
+    text = " ".join(out.split())
+    assert "API server (priority level, admission webhook, write conflicts)" in text
+    for flag in ("--api-writes", "--apf-seats", "--apf-queue-limit", "--apf-wait-limit",
+                 "--apf-background-rate", "--apf-background-latency", "--apf-retry-after",
+                 "--api-max-retries", "--webhook-latency", "--webhook-concurrency",
+                 "--conflict-objects", "--apiserver-generation {1.36,1.37}"):
+        assert flag in text
+    for flag in ("--apf-wait-limit", "--apf-background-latency", "--apf-retry-after",
+                 "--webhook-latency"):
+        help_text = text.split(flag + " DURATION ", 1)[1][:300]
+        assert "bare number = seconds" in help_text, flag
+    assert "omit for the API server's dynamic one" in text
+
+
+def test_server_defaults_are_the_simulators() -> None:
+    """The defaults the command states and fills in are those of simulate() and the writer."""
+    import inspect
+
+    from collectors.openmetrics import APISERVER_GENERATIONS, simulated_families
+    from dashboard.commands import simulate as cmd
+    from models.simulate import simulate
+
+    params = inspect.signature(simulate).parameters
+    assert params["apf_queue_limit"].default == cmd.DEFAULT_APF_QUEUE_LIMIT
+    assert params["apf_wait_limit_s"].default == cmd.DEFAULT_APF_WAIT_LIMIT_S
+    assert params["apf_background_latency_s"].default == cmd.DEFAULT_APF_BACKGROUND_LATENCY_S
+    assert params["api_max_retries"].default == cmd.DEFAULT_API_MAX_RETRIES
+    assert params["apf_retry_after_s"].default is None
+    assert cmd.APISERVER_GENERATIONS == APISERVER_GENERATIONS
+    generation = inspect.signature(simulated_families).parameters["apiserver_generation"]
+    assert generation.default == cmd.DEFAULT_APISERVER_GENERATION
+
+
+def test_the_demo_points_at_real_simulate_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo's reason for its missing API server signals names flags that exist."""
+    import re
+
+    from collectors.demo import _NOT_IN_DEMO
+
+    reason = _NOT_IN_DEMO["apf_seat_limit"]
+    flags = re.findall(r"--[a-z][a-z-]*", reason)
+    assert "--apf-seats" in flags
+    code, out, _ = run_main(["simulate", "--help"], capsys)
+    assert code == 0
+    for flag in flags:
+        assert f"{flag} " in out
+    # and the command it names runs
+    command = reason.split("see queuelens ", 1)[1].split(" for one")[0].split()
+    assert command[0] == "simulate"
+    argv = [*BASE, *ONE, *(("2" if a == "N" else a) for a in command[1:])]
+    code, out, err = run_main(argv, capsys)
+    assert code == 0, err
+    assert "APF queue wait mean s" in out
