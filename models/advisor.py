@@ -1515,7 +1515,13 @@ def _apf_reason(ctx: _Ctx, calls_per_pass: float | None, evidence: dict[str, Any
     share = queued / svc if queued is not None and svc else None
     evidence["apf_wait_share_of_pass"] = share
     if not saturated or share is None or queued is None or share < th.apf_wait_share_min:
-        if saturated:
+        if not saturated and util is not None:
+            ctx.notes["contention/apf"] = (
+                f"the API server's level {level!r} was {100 * util:.3g} % busy (under "
+                f"{100 * th.apf_seat_util_min:.0f} %) and rejected nothing: not saturated"
+                + (f"; passes spent {100 * share:.0f} % of their time queued in it"
+                   if share is not None else ""))
+        elif saturated:
             ctx.notes["contention/apf"] = (
                 f"the API server's level {level!r} is saturated, but this queue's passes "
                 "spend little time queued in it" if share is not None else
