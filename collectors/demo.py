@@ -66,6 +66,9 @@ _NOT_IN_DEMO: dict[str, str] = {
                     "the demo does not expose controller-runtime's panic, timeout and "
                     "terminal-error counters"),
     "priority_series": "the demo does not read depth by priority",
+    **dict.fromkeys(("served_webhook_s_per_s", "served_webhook_requests_per_s",
+                     "served_webhook_in_flight"),
+                    "the demo's managers serve no webhook"),
     **dict.fromkeys(("apf_priority_level", "apf_wait_mean_s", "apf_rejected_per_s",
                      "apf_dispatched_per_s", "apf_inqueue_mean", "apf_seats_in_use_mean",
                      "apf_seat_limit", "apiserver_write_latency_mean_s",

@@ -1163,6 +1163,9 @@ _PROCESS_BEYOND: Mapping[str, str] = {
     "api_retries_per_s": " (controller-runtime exposes it only after "
                          "metrics.RegisterRESTClientMetrics)",
     "api_writes_per_s": "",
+    **dict.fromkeys(("served_webhook_s_per_s", "served_webhook_requests_per_s",
+                     "served_webhook_in_flight"),
+                    " (the manager serves no admission or conversion webhook)"),
 }
 """The per-process REST-client signals beyond the request count, and what their absence
 usually means."""

@@ -70,6 +70,13 @@ class QueueSnapshot:
     api_writes_per_s: float | None = None
     """rate(rest_client_requests_total{method=~"POST|PUT|PATCH|DELETE|APPLY"}) of the
     process: the calls that pass admission webhooks and can conflict."""
+    served_webhook_s_per_s: float | None = None
+    """rate(controller_runtime_webhook_latency_seconds_sum) of the process: seconds per
+    second its own webhook server spends answering the API server (admission and
+    conversion webhooks it serves; a slow one slows every write of the resources it
+    guards, in every client)."""
+    served_webhook_requests_per_s: float | None = None
+    served_webhook_in_flight: float | None = None
     reconcile_panics_per_s: float | None = None
     reconcile_timeouts_per_s: float | None = None
     terminal_errors_per_s: float | None = None

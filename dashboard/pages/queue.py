@@ -286,6 +286,7 @@ def beyond_measures(q: QueueSnapshot) -> tuple[Measure, ...]:
     hooks = sorted(q.admission_webhook_mean_s.items(), key=lambda kv: -kv[1])
     slowest = (f"{hooks[0][0]} {number_text(hooks[0][1], 's')}" if hooks else "no data")
     prio = " · ".join(f"{p}: {sig(d)}" for p, d in q.depth_by_priority.items())
+    served = ratio(q.served_webhook_s_per_s, q.served_webhook_requests_per_s)
     return (
         Measure("API time (whole process)",
                 f"{fmt(q.api_request_s_per_s)} requests in flight · writes "
@@ -307,6 +308,12 @@ def beyond_measures(q: QueueSnapshot) -> tuple[Measure, ...]:
                 f"{number_text(q.apiserver_write_sli_mean_s, 's')})",
                 note("apiserver_admission_webhook_admission_duration_seconds, cluster-wide.",
                      "admission_webhook_mean_s", "apiserver_write_latency_mean_s")),
+        Measure("webhooks this manager serves",
+                f"{fmt(q.served_webhook_requests_per_s, '/s')} · mean {number_text(served, 's')}"
+                f" · in flight {fmt(q.served_webhook_in_flight)}",
+                note("controller_runtime_webhook_*: the process's own webhook server, called "
+                     "by the API server inside other clients' writes.",
+                     "served_webhook_requests_per_s")),
         Measure("depth by priority",
                 prio or "not a priority queue",
                 note("Only workqueue_depth carries priority: wait and work figures blend "

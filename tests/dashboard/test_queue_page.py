@@ -105,10 +105,10 @@ def test_measures_say_no_data_not_zero() -> None:
     assert "no metric" in items[4].note
     # beyond the queue: nothing measured reads as no data, never as 0
     beyond = qp.beyond_measures(q)
-    assert [m.label.split(" ")[0] for m in beyond] == ["API", "API", "admission", "depth",
-                                                      "failures"]
+    assert [m.label.split(" ")[0] for m in beyond] == ["API", "API", "admission", "webhooks",
+                                                      "depth", "failures"]
     assert beyond[1].value.startswith("seats no data of no data · queue wait no data")
-    assert beyond[3].value == "not a priority queue"
+    assert beyond[4].value == "not a priority queue"
 
 
 def test_beyond_measures_show_the_level_and_the_priorities() -> None:

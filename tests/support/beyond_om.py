@@ -189,6 +189,14 @@ def _controller(doc: _Doc, queue: str, cluster: str) -> None:
                   CLIENT_BUCKETS, 10.0, 0.5)
     doc.counter("rest_client_request_retries_total",
                 {**proc, **host, "code": "429", "verb": "PUT"}, 1.5)
+    # the manager's own webhook server (pkg/webhook/internal/metrics): buckets 1e-8 … 1000 s
+    for hook, rate, mean in (("/validate-widgets", 4.0, 0.05), ("/convert", 1.0, 0.2)):
+        doc.histogram("controller_runtime_webhook_latency_seconds", {**proc, "webhook": hook},
+                      WORKQUEUE_BUCKETS, rate, mean)
+        doc.counter("controller_runtime_webhook_requests_total",
+                    {**proc, "webhook": hook, "code": "200"}, rate)
+        doc.gauge("controller_runtime_webhook_requests_in_flight", {**proc, "webhook": hook},
+                  0.5)
 
 
 def _many_priorities(doc: _Doc) -> None:
@@ -220,6 +228,9 @@ CLIENT = {
     "reconcile_panics_per_s": 0.01,
     "reconcile_timeouts_per_s": 0.02,
     "terminal_errors_per_s": 0.05,
+    "served_webhook_s_per_s": 4.0 * 0.05 + 1.0 * 0.2,
+    "served_webhook_requests_per_s": 5.0,
+    "served_webhook_in_flight": 1.0,
 }
 """Every controller's own figures (the same for each)."""
 
