@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from collectors.errors import ConfigError
@@ -448,6 +448,25 @@ class Profile:
         parts = [m.render() for m in (*own, *extra)]
         return "{" + ", ".join(parts) + "}" if parts else ""
 
+    def process_filter(self, processes: Iterable[Mapping[str, str]]
+                       ) -> tuple[Matcher, ...] | None:
+        """Matchers that keep the series of these processes (label sets of the topology
+        answer): ``label=~"v1|v2|…"`` per process label, with ``""`` among the values when
+        a process lacks that label (so its series still match). A superset when processes
+        differ in several labels (the matchers are per label); extra series belong to
+        processes of no queue asked for and are not attributed. None: no process at all
+        (nothing to read)."""
+        values: dict[str, set[str]] = {lb: set() for lb in self.process_labels}
+        seen = False
+        for labels in processes:
+            seen = True
+            for lb in self.process_labels:
+                values[lb].add(labels.get(lb, ""))
+        if not seen:
+            return None
+        return tuple(Matcher(lb, "=~", "|".join(regex_literal(v) for v in sorted(vs)))
+                     for lb, vs in values.items() if vs != {""})
+
     def _queue_filter(self, label: str, queues: Sequence[str] | None) -> tuple[Matcher, ...]:
         if not queues:
             return ()
@@ -455,15 +474,18 @@ class Profile:
         return (Matcher(label, "=~", raw),)
 
     def queries(
-        self, window_s: float, queues: Sequence[str] | None = None
+        self, window_s: float, queues: Sequence[str] | None = None,
+        processes: Sequence[Matcher] = (),
     ) -> list[SignalQuery]:
-        """All signal queries for a rate window; ``queues`` restricts to those queue names."""
+        """All signal queries for a rate window; ``queues`` restricts to those queue names,
+        ``processes`` (matchers on the process labels, :meth:`process_filter`) the
+        per-process ones to the processes running them."""
         w = format_duration(window_s)
         m = self.metrics
         q, c = self.queue_label, self.controller_label
         qsel = self._sel(self._queue_filter(q, queues))
         csel = self._sel(self._queue_filter(c, queues), "controller")
-        psel = self._sel(family="process")
+        psel = self._sel(processes, family="process")
         proc = ", ".join(self.process_labels)
         out = [
             SignalQuery("arrival_rate_per_s", f"sum by ({q}) (rate({m.adds}{qsel}[{w}]))",

@@ -52,6 +52,7 @@ from collectors.errors import CollectorError, PrometheusTimeout
 from collectors.histogram import parse_le
 from collectors.profile import (
     PRIORITY_SERIES_MAX,
+    Matcher,
     Profile,
     SignalQuery,
     code_class,
@@ -534,11 +535,6 @@ class PrometheusSource:
         def wanted_query(sq: SignalQuery) -> bool:
             return needed is None or _RAW_OF_QUERY.get(sq.signal, sq.signal) in needed
 
-        process_queries = [sq for sq in profile.queries(window)
-                           if sq.key.startswith("process") and wanted_query(sq)
-                           and sq.signal not in SNAPSHOT_ONLY]
-        for sq in process_queries:
-            fleet_jobs[sq.signal] = ranged(sq.promql)
         if needed is None or "external_effects_per_s" in needed:
             for i, eff in enumerate(profile.external_effects):
                 fleet_jobs[f"external:{i}"] = ranged(eff.render(window))
@@ -559,15 +555,28 @@ class PrometheusSource:
             warnings.append(f"step widened from {step_s:g} s to {step} s (whole seconds, at most "
                             f"11,000 points per series)")
         t = a + step * np.arange((b - a) // step + 1, dtype=np.float64)
-        procs = _Processes.for_range(profile, fleet, t, float(step), warnings)
-        for sq in process_queries:
-            del fleet[sq.signal]  # decoded once into procs; not kept while the batches run
         out = _RangeOutput(t, wanted, len(batches))
+        topology: Sequence[Sample] = fleet["topology"].samples
+        rows_of: dict[str, list[Sample]] = defaultdict(list)
+        for smp in topology:
+            rows_of[smp.labels.get(profile.queue_label, "")].append(smp)
+
+        def batch_topology(batch: list[str] | None) -> Sequence[Sample]:
+            if batch is None:
+                return topology
+            return [smp for q in batch for smp in rows_of.get(q, ())]
 
         def batch_queries(batch: list[str] | None) -> list[SignalQuery]:
-            return [sq for sq in profile.queries(window, batch)
-                    if sq.key in _RANGE_KEYS and wanted_query(sq)
-                    and sq.signal not in SNAPSHOT_ONLY]
+            # The per-process queries go with their batch, kept to the batch's processes: a
+            # fleet-wide one answered 73 MiB at 10,000 processes (over the answer cap), and a
+            # one-queue page read every process of the fleet.
+            limit: Sequence[Matcher] | None = ()
+            if batch is not None or queues:
+                limit = profile.process_filter(smp.labels for smp in batch_topology(batch))
+            return [sq for sq in profile.queries(window, batch, limit or ())
+                    if wanted_query(sq) and sq.signal not in SNAPSHOT_ONLY
+                    and (sq.key in _RANGE_KEYS
+                         or (sq.key.startswith("process") and limit is not None))]
 
         # Pipelined: batch k+1's queries are in flight while batch k is decoded, so the
         # connections never idle at a batch boundary; at most two batches' answers are held.
@@ -593,6 +602,9 @@ class PrometheusSource:
                 del answers
                 for sq in queries:
                     warnings += [w for w in results[sq.signal].warnings if w not in warnings]
+                procs = _Processes.for_range(profile, batch_topology(batch), results, t,
+                                             float(step), warnings)
+                queries = [sq for sq in queries if not sq.key.startswith("process")]
                 raw = _range_raw(profile, results, queries, batch, t, float(step), window,
                                  procs, warnings, intervals)
                 del results
@@ -845,10 +857,12 @@ class _Processes:
         return out
 
     @classmethod
-    def for_range(cls, profile: Profile, results: Mapping[str, Any], t: np.ndarray,
-                  step: float, warnings: list[str]) -> _Processes:
-        """The range answers of the process-wide queries, decoded once per range read."""
-        procs = cls(profile, results["topology"].samples)
+    def for_range(cls, profile: Profile, topology: Sequence[Sample],
+                  results: Mapping[str, Any], t: np.ndarray, step: float,
+                  warnings: list[str]) -> _Processes:
+        """The range answers of the process-wide queries of one batch of queues (their
+        ``topology`` rows), decoded once."""
+        procs = cls(profile, topology)
         for signal, total_field, sub, class_field, metric in (
                 ("api_calls", "api_calls_per_s", "code", "api_calls_by_class_per_s",
                  profile.metrics.rest_client_requests),
