@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from collectors.errors import ConfigError
 
@@ -131,6 +131,14 @@ def rate_window_s(step_s: float, scrape_interval_s: float) -> float:
     """The ``rate()`` window of each point of a range query (Grafana's ``$__rate_interval``):
     max(step + scrape interval, 4 × scrape interval), so every window holds enough samples."""
     return max(step_s + scrape_interval_s, 4 * scrape_interval_s)
+
+
+def _sample_of(metric: str) -> str:
+    """The sample name that tells whether a query's metric exists: a histogram base name
+    (``…_seconds``) is present through its ``_count``; a sample name is itself."""
+    if metric.endswith(("_seconds", "_bytes")):
+        return metric + "_count"
+    return metric
 
 
 def code_class(code: str) -> str:
@@ -372,6 +380,11 @@ class SignalQuery:
     'process' (by job/instance), 'process_code', 'topology'."""
     metric: str
     """The metric it reads (for 'missing' messages)."""
+    requires: tuple[str, ...] = ()
+    """Sample names any one of which must exist for the query to answer anything; empty:
+    always sent. A snapshot asks which exist in one query first (:meth:`Profile.presence_query`)
+    and sends only the queries that can answer — most fleets have no API-server series or
+    opt-in REST-client metrics in their Prometheus."""
 
 
 @dataclass(frozen=True)
@@ -406,8 +419,6 @@ class Profile:
         return self.name == CONTROLLER_RUNTIME
 
     def with_selector(self, extra: Sequence[Matcher]) -> Profile:
-        from dataclasses import replace
-
         return replace(self, selector=(*self.selector, *extra))
 
     def configured_workers(self, queue: str) -> float | None:
@@ -653,7 +664,28 @@ class Profile:
                         f"{m.admission_webhook_duration}_count{csel_plain}[{w}]))",
                         "cluster_name", m.admission_webhook_duration),
         ]
-        return out
+        needs = {
+            "apf_seats_in_use_mean": (m.apf_executing_seats, m.apf_concurrency_in_use),
+            "apf_seat_limit": (m.apf_current_limit_seats, m.apf_nominal_limit_seats,
+                               m.apf_concurrency_limit),
+        }
+        # the depth and the request count exist wherever there is a queue to judge: those
+        # queries go with the core ones instead of waiting for the presence answer
+        always = {"depth_by_priority", "depth_min_by_priority", "priority_series",
+                  "api_writes_per_s"}
+        return [sq if sq.signal in always else
+                replace(sq, requires=needs.get(sq.signal) or (_sample_of(sq.metric),))
+                for sq in out]
+
+    def presence_query(self, queries: Sequence[SignalQuery]) -> str | None:
+        """Which of the sample names the ``queries`` require exist (an instant selector:
+        series with a sample in the last 5 minutes), as one answer keyed by ``__name__``;
+        None when no query requires anything."""
+        names = sorted({n for sq in queries for n in sq.requires})
+        if not names:
+            return None
+        regex = "|".join(regex_literal(n) for n in names)
+        return f"count by (__name__) ({{__name__=~{escape_label_value(regex)}}})"
 
     def scrape_samples_query(self) -> str:
         """Each queue's most samples in :data:`SCRAPE_SPAN_S` within the last

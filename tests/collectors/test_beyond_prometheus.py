@@ -128,3 +128,12 @@ def test_without_cluster_labels_the_clusters_are_one(beyond_prometheus: Promethe
     q = _q(one, "lonely")
     assert q.apf_seat_limit == pytest.approx(120.0)
     assert q.apf_dispatched_per_s == pytest.approx(2 * 30.0 + 30.0)
+
+
+def test_queries_beyond_the_queue_are_sent_only_where_their_metrics_exist(
+        beyond_prometheus: PrometheusProcess, tmp_path: Path) -> None:
+    # this Prometheus has every metric: all of them are asked, after the one presence query
+    client = PrometheusClient(ConnectionSettings(url=beyond_prometheus.url))
+    profile = Profile(cluster_labels=("cluster",))
+    PrometheusSource(client, profile).snapshot(float(bo.AT), bo.WINDOW_S)
+    assert client.request_count == 1 + len(profile.queries(bo.WINDOW_S)) + 2

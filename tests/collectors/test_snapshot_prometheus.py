@@ -163,8 +163,13 @@ def test_query_count_does_not_grow_with_queue_count(scale_prometheus: Prometheus
         assert any("process-wide" in w for w in snap.warnings)
         assert snap.queues[-1].arrival_rate_per_s == pytest.approx(n, rel=1e-6)
     assert counts["small"] == counts["large"]
-    # one query per signal of the profile, the topology and the scrape-interval lookback
-    assert counts["small"] == len(Profile().queries(WINDOW_S)) + 2
+    # one query per signal of the profile whose metrics exist (asked first, in one query),
+    # the topology and the scrape-interval lookback: no API-server or opt-in REST-client
+    # series here, so those queries are not sent
+    queries = Profile().queries(WINDOW_S)
+    sent = [sq for sq in queries if not sq.requires]
+    assert counts["small"] == 1 + len(sent) + 2
+    assert len(sent) == len(queries) - 17  # the API-server and opt-in queries are not sent
 
 
 def test_selector_with_quote_and_backslash_selects_only_that_queue(
