@@ -975,24 +975,45 @@ class _Beyond:
                     "left out (several clusters in one Prometheus? set the profile's "
                     "apiserver.cluster_labels)")
             self.cluster[signal] = out
+        self._clustered = [sig for sig in _CLUSTER_FIELDS if self.cluster.get(sig)]
+        self._constant: dict[str, str] = {
+            sig: (f"no {self.metric_of.get(sig, sig)} series (the API server is not scraped "
+                  "by this Prometheus, or no request reached the level "
+                  f"{profile.priority_level!r})")
+            for sig in _CLUSTER_FIELDS if not self.cluster.get(sig)}
+        self._constant["apf_priority_level"] = (
+            f"no API Priority and Fairness series of the level {profile.priority_level!r} "
+            "for this queue's cluster")
+        self._per_queue_attributed = []
+        for sig, att in attributed.items():
+            if att.empty or att.series is None:
+                self._constant[sig] = att.absent_reason  # procs.reason's answer for any queue
+            else:
+                self._per_queue_attributed.append((sig, att))
 
     def fields(self, q: str, have: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         """(the fields beyond the queue, why the missing ones are missing) of queue ``q``;
         ``have``: its derived values (the per-process ones are attributed there)."""
-        missing: dict[str, str] = {}
-        for signal, att in self.attributed.items():
+        # The reasons that are the same for every queue (no series at all: the common case,
+        # 10,000 queues) are written once, in __init__'s _constant.
+        missing = dict(self._constant)
+        for signal, att in self._per_queue_attributed:
             if have.get(signal) is None:
                 missing[signal] = self.procs.reason(q, att) or "not available"
-        keys = self.clusters_of.get(q, set())
         values: dict[str, Any] = {}
-        for signal in _CLUSTER_FIELDS:
-            by_key = self.cluster.get(signal)
+        if self._clustered:
+            self._cluster_values(q, values, missing)
+        for signal in ("depth_by_priority", "depth_min_by_priority"):
+            prio = self.priority[signal].get(q)
+            if prio:
+                values[signal] = dict(sorted(prio.items(), key=lambda kv: _prio(kv[0])))
+        return values, missing
+
+    def _cluster_values(self, q: str, values: dict[str, Any], missing: dict[str, str]) -> None:
+        keys = self.clusters_of.get(q, set())
+        for signal in self._clustered:
+            by_key = self.cluster[signal]
             metric = self.metric_of.get(signal, signal)
-            if not by_key:
-                missing[signal] = (f"no {metric} series (the API server is not scraped by this "
-                                   "Prometheus, or no request reached the level "
-                                   f"{self.profile.priority_level!r})")
-                continue
             if len(keys) > 1:
                 missing[signal] = ("this queue runs in several clusters "
                                    f"({len(keys)}): its API server cannot be told")
@@ -1018,15 +1039,7 @@ class _Beyond:
                 del values[k]
         if any(k.startswith("apf_") for k in values):
             values["apf_priority_level"] = self.profile.priority_level
-        else:
-            missing["apf_priority_level"] = (
-                f"no API Priority and Fairness series of the level "
-                f"{self.profile.priority_level!r} for this queue's cluster")
-        for signal in ("depth_by_priority", "depth_min_by_priority"):
-            prio = self.priority[signal].get(q)
-            if prio:
-                values[signal] = dict(sorted(prio.items(), key=lambda kv: _prio(kv[0])))
-        return values, missing
+            missing.pop("apf_priority_level", None)
 
 
 def _prio(text: str) -> tuple[int, float, str]:

@@ -459,3 +459,28 @@ def test_report_from_real_prometheus_has_no_credentials(
     assert by_name["replicaset"]["row"]["severity"] == "critical"
     assert len(list(csv.DictReader(io.StringIO(texts["csv"])))) == len(doc["queues"])
     assert time.time() >= doc["generated_at"]
+
+
+def test_a_knob_manifest_is_fenced_in_markdown_and_escaped_in_html(demo_report: Report
+                                                                   ) -> None:
+    """A FlowSchema manifest whose strings came from label values (a queue called with
+    backticks and HTML) cannot end the Markdown fence or become HTML."""
+    import dataclasses
+
+    from dashboard.report import _html_plan, _md_plan
+    from models.flowschema import flowschema_manifest
+    from models.plan import Knob
+
+    plan = next(q.plan for q in demo_report.queues if q.plan is not None)
+    evil = "x````\n<img src=x onerror=alert(1)>"
+    manifest = flowschema_manifest(evil, namespace=evil)
+    knobbed = dataclasses.replace(plan, knobs=(Knob("FlowSchema", "its own level", manifest),))
+    md = "\n".join(_md_plan(knobbed))
+    fence = next(line for line in md.splitlines() if line.endswith("yaml"))[:-4]
+    assert set(fence) == {"`"}
+    assert len(fence) > 4  # longer than any backtick run inside
+    body = md.split(fence + "yaml\n", 1)[1].split("\n" + fence, 1)[0]
+    assert body == manifest.rstrip("\n")
+    html_text = _html_plan(knobbed)
+    assert "<img" not in html_text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html_text
