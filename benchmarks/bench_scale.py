@@ -13,7 +13,7 @@ so the range reads have something to follow. The TSDB is built once per N and ke
 time, and deleted).
 
 Measured, each in a fresh Python process (so peak RSS is that command's own):
-* ``snapshot``: :meth:`PrometheusSource.snapshot` (the 19 instant queries and everything after);
+* ``snapshot``: :meth:`PrometheusSource.snapshot` (its instant queries and everything after);
 * ``advise``: :func:`dashboard.advice.advise_fleet` over 2 h (snapshot + range read + the
   advisor over every queue);
 * ``overview``: the overview callback's :func:`dashboard.pages.overview.load_overview`, cold
