@@ -54,7 +54,6 @@ from collectors.profile import (
     regex_literal,
 )
 from models.contract import (
-    CAPPED_PRIORITY,
     CONTRACT_METRICS,
     ApiServerPresence,
     ContractMetric,
@@ -64,9 +63,9 @@ from models.contract import (
     QueuePriorities,
     ScrapeJob,
     changes_sample,
-    cluster_sample,
     samples_of,
 )
+from models.priority import CAPPED_PRIORITY
 
 if TYPE_CHECKING:  # imported where used: the CLI's --help loads neither
     from collectors.demo import DemoSource
@@ -146,7 +145,7 @@ def _plan(profile: Profile) -> _Plan:
         if name is None:
             continue
         if m.family == "cluster":
-            add(presence, m, cluster_sample(m.key, name))
+            add(presence, m, changes_sample(m.key, name))
         else:
             for sample in samples_of(m.key, name):
                 add(presence, m, sample)

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from collectors.errors import ConfigError
+from models.priority import PRIORITY_CAP
 
 CONTROLLER_RUNTIME = "controller-runtime"
 COMPONENT_BASE = "component-base"
@@ -133,14 +134,6 @@ def rate_window_s(step_s: float, scrape_interval_s: float) -> float:
     return max(step_s + scrape_interval_s, 4 * scrape_interval_s)
 
 
-def _sample_of(metric: str) -> str:
-    """The sample name that tells whether a query's metric exists: a histogram base name
-    (``…_seconds``) is present through its ``_count``; a sample name is itself."""
-    if metric.endswith(("_seconds", "_bytes")):
-        return metric + "_count"
-    return metric
-
-
 def code_class(code: str) -> str:
     """An HTTP status code (``rest_client_requests_total{code}``) -> the class used in
     ``api_calls_by_class_per_s``: 2xx, 4xx, 409, 429, 5xx or ``other``.
@@ -154,11 +147,15 @@ def code_class(code: str) -> str:
     return "other"
 
 
-PRIORITY_SERIES_MAX = 25
-"""At most this many ``priority`` values of one queue are read (the largest depths):
-controller-runtime caps the label at 25 values since PR #3419, after #3396 reported 810K
-``workqueue_depth`` series from incrementing priorities; ``priority_series`` counts them all
-so that such a queue is named."""
+PRIORITY_SERIES_MAX = PRIORITY_CAP
+"""At most this many ``priority`` values of one queue are read (the largest depths): the
+cap controller-runtime keeps (:mod:`models.priority`); ``priority_series`` counts them all
+so that a queue with more is named."""
+
+_CONTROLLER_RUNTIME_ONLY = ("reconcile_panics", "reconcile_timeouts", "terminal_errors",
+                            "served_webhook")
+"""Signals beyond the queue read from controller_runtime_* (not by the component-base
+profile)."""
 
 WRITE_VERBS = "POST|PUT|PATCH|DELETE|APPLY"
 """The mutating verbs: the REST client's ``method`` and the API server's ``verb`` (APPLY is
@@ -541,7 +538,8 @@ class Profile:
                         f"sum by ({proc}) (rate({m.rate_limiter_duration}_sum{psel}[{w}]))",
                         "process", m.rate_limiter_duration + "_sum"),
         ]
-        out += self._beyond_queries(w, self._queue_filter(q, queues), csel, psel, proc)
+        out += self._beyond_queries(w, self._queue_filter(q, queues), csel, psel, proc,
+                                    processes)
         if self.has_controller_metrics:
             out += [
                 SignalQuery("workers",
@@ -560,7 +558,7 @@ class Profile:
         return out
 
     def _beyond_queries(self, w: str, qfilter: Sequence[Matcher], csel: str, psel: str,
-                        proc: str) -> list[SignalQuery]:
+                        proc: str, processes: Sequence[Matcher]) -> list[SignalQuery]:
         """Beyond the queue (issue 13): the newer controller-runtime counters, the
         priority queue's depth by priority, the REST client's latency, retries and writes per
         process, and — where the same Prometheus scrapes the API server — its API Priority
@@ -586,6 +584,7 @@ class Profile:
         rsel = self._sel((Matcher("verb", "=~", WRITE_VERBS),), "cluster")
         csel_plain = self._sel(family="cluster")
         prio = self._sel((*qfilter, Matcher("priority", "!=", "")))
+        wproc = self._sel((*processes, Matcher("method", "=~", WRITE_VERBS)), "process")
         out = [
             SignalQuery("reconcile_panics_per_s",
                         f"sum by ({c}) (rate({m.reconcile_panics}{csel}[{w}]))",
@@ -623,8 +622,7 @@ class Profile:
                         f"sum by ({proc}) (avg_over_time({m.webhook_in_flight}{psel}[{w}]))",
                         "process", m.webhook_in_flight),
             SignalQuery("api_writes_per_s",
-                        f"sum by ({proc}) (rate({m.rest_client_requests}"
-                        f"{self._sel((Matcher('method', '=~', WRITE_VERBS),), 'process')}[{w}]))",
+                        f"sum by ({proc}) (rate({m.rest_client_requests}{wproc}[{w}]))",
                         "process", m.rest_client_requests),
             SignalQuery("apf_wait_mean_s",
                         f"sum by ({by}) (rate({m.apf_wait}_sum{wsel}[{w}])) / "
@@ -639,15 +637,16 @@ class Profile:
             SignalQuery("apf_inqueue_mean",
                         f"sum by ({by}) (avg_over_time({m.apf_inqueue}{lsel}[{w}]))",
                         "cluster", m.apf_inqueue),
+            # The fallbacks are per series, inside the sum: an API server of the older
+            # generation (a replica mid-upgrade, an old cluster) still counts its seats.
             SignalQuery("apf_seats_in_use_mean",
-                        f"sum by ({by}) (avg_over_time({m.apf_executing_seats}{lsel}[{w}])) or "
-                        f"sum by ({by}) (avg_over_time({m.apf_concurrency_in_use}{lsel}[{w}]))",
+                        f"sum by ({by}) (avg_over_time({m.apf_executing_seats}{lsel}[{w}]) or "
+                        f"avg_over_time({m.apf_concurrency_in_use}{lsel}[{w}]))",
                         "cluster", m.apf_executing_seats),
             SignalQuery("apf_seat_limit",
                         f"sum by ({by}) (last_over_time({m.apf_current_limit_seats}{lsel_pl}"
-                        f"[{w}])) or sum by ({by}) (last_over_time({m.apf_nominal_limit_seats}"
-                        f"{lsel_pl}[{w}])) or sum by ({by}) (last_over_time("
-                        f"{m.apf_concurrency_limit}{lsel_pl}[{w}]))",
+                        f"[{w}]) or last_over_time({m.apf_nominal_limit_seats}{lsel_pl}[{w}]) "
+                        f"or last_over_time({m.apf_concurrency_limit}{lsel_pl}[{w}]))",
                         "cluster", m.apf_current_limit_seats),
             SignalQuery("apiserver_write_latency_mean_s",
                         f"sum by ({cby}) (rate({m.apiserver_request_duration}_sum{rsel}[{w}])) / "
@@ -664,18 +663,23 @@ class Profile:
                         f"{m.admission_webhook_duration}_count{csel_plain}[{w}]))",
                         "cluster_name", m.admission_webhook_duration),
         ]
+        if not self.has_controller_metrics:
+            out = [sq for sq in out if not sq.signal.startswith(_CONTROLLER_RUNTIME_ONLY)]
         needs = {
+            "apf_wait_mean_s": (m.apf_wait + "_count",),
             "apf_seats_in_use_mean": (m.apf_executing_seats, m.apf_concurrency_in_use),
             "apf_seat_limit": (m.apf_current_limit_seats, m.apf_nominal_limit_seats,
                                m.apf_concurrency_limit),
+            "apiserver_write_latency_mean_s": (m.apiserver_request_duration + "_count",),
+            "apiserver_write_sli_mean_s": (m.apiserver_request_sli_duration + "_count",),
+            "admission_webhook_mean_s": (m.admission_webhook_duration + "_count",),
         }
         # the depth and the request count exist wherever there is a queue to judge: those
         # queries go with the core ones instead of waiting for the presence answer
         always = {"depth_by_priority", "depth_min_by_priority", "priority_series",
                   "api_writes_per_s"}
         return [sq if sq.signal in always else
-                replace(sq, requires=needs.get(sq.signal) or (_sample_of(sq.metric),))
-                for sq in out]
+                replace(sq, requires=needs.get(sq.signal, (sq.metric,))) for sq in out]
 
     def presence_query(self, queries: Sequence[SignalQuery]) -> str | None:
         """Which of the sample names the ``queries`` require exist (an instant selector:

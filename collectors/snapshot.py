@@ -75,6 +75,7 @@ from collectors.prom_client import (
 )
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 from models.histogram import QUANTILES
+from models.priority import CAPPED_PRIORITY, uncapped
 from models.signals import (
     HISTOGRAMS,
     MIN_COVERAGE,
@@ -926,14 +927,12 @@ class _Beyond:
                     by_queue[smp.labels.get(profile.queue_label, "")][
                         smp.labels.get("priority", "")] = smp.value
             self.priority[signal] = by_queue
-        many = sorted(smp.labels.get(profile.queue_label, "")
-                      for smp in (results["priority_series"].samples
-                                  if "priority_series" in results else ())
-                      if (smp.value or 0) > PRIORITY_SERIES_MAX)
-        for signal in ("depth_by_priority", "depth_min_by_priority"):
-            for q, prios in self.priority[signal].items():
-                if "exceeded_cardinality_limit" in prios and q not in many:
-                    many.append(q)
+        read = self.priority["depth_by_priority"]
+        many = sorted(
+            q for smp in (results["priority_series"].samples
+                          if "priority_series" in results else ())
+            if uncapped(int(smp.value or 0), CAPPED_PRIORITY in read.get(
+                q := smp.labels.get(profile.queue_label, ""), {})))
         if many:
             shown = ", ".join(repr(q) for q in many[:5]) + (" …" if len(many) > 5 else "")
             warnings.append(
@@ -950,30 +949,19 @@ class _Beyond:
                 continue
             sub = {"cluster_reason": "reason", "cluster_name": "name"}.get(sq.key)
             out: dict[tuple[str, ...], Any] = {}
-            twice: set[tuple[str, ...]] = set()
+            # Each answer is a `sum by` the cluster labels (and the level): one row per key.
+            # A mean with no request in the window is 0/0, NaN: kept, so that the queue is
+            # told "no request in the window" rather than "not scraped".
             for smp in results[signal].samples:
                 key = tuple(smp.labels.get(lb, "") for lb in labels)
-                if smp.value is None:
+                value = smp.value if smp.value is not None else (
+                    math.nan if smp.special == "NaN" else None)
+                if value is None:
                     continue
                 if sub is None:
-                    if key in out:
-                        twice.add(key)
-                    out[key] = smp.value
+                    out[key] = value
                 else:
-                    part = out.setdefault(key, {})
-                    name = smp.labels.get(sub, "")
-                    if name in part:
-                        twice.add(key)
-                    part[name] = smp.value
-            for key in twice:
-                del out[key]
-            if twice:
-                shown = "; ".join(",".join(f"{lb}={v}" for lb, v in zip(labels, k, strict=True))
-                                  or "no cluster labels" for k in sorted(twice)[:3])
-                warnings.append(
-                    f"{signal}: Prometheus returned the same series more than once ({shown}); "
-                    "left out (several clusters in one Prometheus? set the profile's "
-                    "apiserver.cluster_labels)")
+                    out.setdefault(key, {})[smp.labels.get(sub, "")] = value
             self.cluster[signal] = out
         self._clustered = [sig for sig in _CLUSTER_FIELDS if self.cluster.get(sig)]
         self._constant: dict[str, str] = {
@@ -984,6 +972,8 @@ class _Beyond:
         self._constant["apf_priority_level"] = (
             f"no API Priority and Fairness series of the level {profile.priority_level!r} "
             "for this queue's cluster")
+        self._plain_queue = (f"not a priority queue: no {profile.metrics.depth} series with a "
+                             "priority label")
         self._per_queue_attributed = []
         for sig, att in attributed.items():
             if att.empty or att.series is None:
@@ -1000,6 +990,8 @@ class _Beyond:
         for signal, att in self._per_queue_attributed:
             if have.get(signal) is None:
                 missing[signal] = self.procs.reason(q, att) or "not available"
+        if have.get("priority_series") is None:
+            missing["priority_series"] = self._plain_queue
         values: dict[str, Any] = {}
         if self._clustered:
             self._cluster_values(q, values, missing)
@@ -1033,6 +1025,10 @@ class _Beyond:
         if webhooks is not None:
             values["admission_webhook_mean_s"] = {
                 k: v for k, v in sorted(webhooks.items()) if math.isfinite(v)}
+            if not values["admission_webhook_mean_s"]:
+                missing["admission_webhook_mean_s"] = (
+                    f"{self.metric_of['admission_webhook_mean_s']}: no admission in the "
+                    "window (0/0)")
         for k in list(values):
             if isinstance(values[k], float) and not math.isfinite(values[k]):
                 missing[k] = f"{self.metric_of.get(k, k)}: no request in the window (0/0)"
@@ -1241,7 +1237,7 @@ _DIRECT_FIELDS = (
     "depth_while_idle",
     "retries_per_s", "errors_per_s", "unfinished_work_s", "unfinished_work_growth",
     "longest_running_s", "reconcile_panics_per_s", "reconcile_timeouts_per_s",
-    "terminal_errors_per_s", "priority_series",
+    "terminal_errors_per_s",
 )
 """Fields read as they are: their reason when missing is about the one query behind them."""
 

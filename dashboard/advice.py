@@ -317,7 +317,8 @@ def advise_data(
                               thresholds=settings.thresholds)
     plans = plan_many([
         PlanRequest(q.queue, a, histories.get(q.queue), worker_count(q.workers),
-                    q.arrival_rate_per_s, framework, q.labels.get("namespace"))
+                    q.arrival_rate_per_s, framework, _one(q.labels.get("namespace")),
+                    _one(q.labels.get("job")) or _one(q.labels.get("pod")))
         for q, a in zip(chosen, assessments, strict=True)], settings)
     out = [QueueAdvice(q.queue, a.verdicts, dict(q.labels), p, q)
            for q, a, p in zip(chosen, assessments, plans, strict=True)]
@@ -326,3 +327,9 @@ def advise_data(
         else None, source=snap.source, slo_wait_s=settings.slo_wait_s, queues=tuple(out),
         warnings=tuple(warnings), settings=settings, history=rng is not None,
     )
+
+
+def _one(value: str | None) -> str | None:
+    """A label value that names one thing (a queue run by several processes joins their
+    values with commas: no single ServiceAccount then)."""
+    return value if value and "," not in value else None

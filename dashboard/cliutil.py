@@ -475,3 +475,10 @@ class ProgressBar:
         if self.drawn:
             self.stream.write("\r" + " " * 78 + "\r")
             self.stream.flush()
+
+
+def utc_text(unix_s: float) -> str:
+    """A time as RFC 3339 UTC to the second (``2026-12-01T17:00:00Z``), for command headers."""
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix_s))

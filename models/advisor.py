@@ -154,6 +154,10 @@ class QueueSignals(Protocol):
     @property
     def admission_webhook_mean_s(self) -> Mapping[str, float]: ...
     @property
+    def apiserver_write_latency_mean_s(self) -> float | None: ...
+    @property
+    def apiserver_write_sli_mean_s(self) -> float | None: ...
+    @property
     def depth_by_priority(self) -> Mapping[str, float]: ...
     @property
     def depth_min_by_priority(self) -> Mapping[str, float]: ...
@@ -540,7 +544,7 @@ _DIVISOR_THRESHOLDS: tuple[str, ...] = (
     "util_high", "rise_elasticity_min", "share_429_min", "limiter_share_min",
     "error_share_storm", "planned_requeue_share", "hot_excess", "long_ratio", "util_low_peak",
     "usl_efficiency_max", "share_409_min", "retry_share_storm", "overload_ratio",
-    "apf_seat_util_min", "apf_wait_share_min", "webhook_share_min")
+    "apf_wait_share_min", "webhook_share_min", "starvation_util_min")
 """Thresholds the rules divide by (a verdict's strength is the margin over them): 0 is not a
 threshold but a division by zero."""
 
@@ -1558,6 +1562,18 @@ def _webhook_reason(ctx: _Ctx, proc: ProcessTotals, evidence: dict[str, Any], sh
                     api_writes_per_reconcile=per_pass, webhook_share_of_pass=share)
     if share < th.webhook_share_min:
         return None
+    # The webhook metric names no resource: the slowest webhook is assumed to guard these
+    # writes. The API server's own split checks it where it is scraped: a write's time
+    # without webhooks and APF wait (the SLI) must leave room for the webhook.
+    lat, sli = _num(s.apiserver_write_latency_mean_s), _num(s.apiserver_write_sli_mean_s)
+    if lat is not None and sli is not None:
+        evidence["apiserver_write_outside_sli_s"] = lat - sli
+        if lat - sli < 0.5 * mean:
+            ctx.notes["contention/webhook"] = (
+                f"the admission webhook {name!r} takes {_fmt_s(mean)}, but the API server's "
+                f"writes spend only {_fmt_s(lat - sli)} outside their SLI time (webhooks and "
+                "APF wait): it does not guard most writes")
+            return None
     if not shared:
         ctx.notes["contention/webhook"] = (
             f"{100 * share:.0f} % of each pass waits on the admission webhook {name!r} "
@@ -1708,7 +1724,8 @@ def _hot_key(ctx: _Ctx, contention: Verdict | None) -> Verdict | None:
 
 def _priority_starvation(ctx: _Ctx) -> Verdict | None:
     """Low-priority items starve: the lowest priority's depth never fell to 0 in the window
-    (``min_over_time``) while the workers were kept busy — by the higher priorities, since
+    (``min_over_time``) while a higher priority's did (it drains) and the workers were kept
+    busy — by the higher priorities, since
     controller-runtime's priority queue (``pkg/controller/priorityqueue``) hands out the
     highest priority first. Only ``workqueue_depth`` carries ``priority``: every wait and
     work figure blends the priorities, so the low items' own wait cannot be read; their
@@ -1726,6 +1743,10 @@ def _priority_starvation(ctx: _Ctx) -> Verdict | None:
     low_text, low_min = lows[low_p]
     busy = _num(s.busy_workers)
     if low_min < 1 or busy is None or busy / ctx.c < th.starvation_util_min:
+        return None
+    if not any(depth == 0 for p, (_, depth) in lows.items() if p > low_p):
+        # every priority stayed backlogged: an overload of the whole queue (backlog_growing
+        # says so), not the low items passed over while higher ones drain
         return None
     now = dict(s.depth_by_priority or {})
     summary = (f"Items of priority {low_text} waited the whole window (at least "

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from models.fleet import go_float
-from models.flowschema import flowschema_manifest
+from models.flowschema import flowschema_manifest, flowschema_name
 from models.histogram import parse_le
+from models.priority import CAPPED_PRIORITY, PRIORITY_CAP, uncapped
 from models.settings import describe_duration
 
 CONTROLLER_RUNTIME = "controller-runtime"
@@ -45,10 +45,6 @@ FAMILIES: tuple[str, ...] = ("queue", "controller", "process", "cluster")
 process), the API server's none of the controller's (its cluster's)."""
 
 HISTOGRAM_SUFFIXES: tuple[str, ...] = ("_bucket", "_sum", "_count")
-PRIORITY_CAP = 25
-"""controller-runtime (v0.23+) keeps at most 25 distinct ``priority`` values on
-``workqueue_depth`` and folds the rest into :data:`CAPPED_PRIORITY`."""
-CAPPED_PRIORITY = "exceeded_cardinality_limit"
 SHARED_FLOW_SCHEMA = "service-accounts"
 """Kubernetes' default FlowSchema for every ServiceAccount outside kube-system."""
 MAX_LISTED = 12
@@ -296,12 +292,6 @@ def samples_of(key: str, name: str) -> tuple[str, ...]:
     return (name,)
 
 
-def cluster_sample(key: str, name: str) -> str:
-    """The one sample read of an API-server metric (a histogram's ``_count``: its buckets
-    are thousands of series)."""
-    return changes_sample(key, name)
-
-
 def changes_sample(key: str, name: str) -> str:
     """The sample whose changes tell whether the metric moved (a histogram's ``_count``)."""
     return name + "_count" if METRIC_BY_KEY[key].kind == "histogram" else name
@@ -448,6 +438,23 @@ class Detected:
     rest_client_metrics: Mapping[str, bool]
     apiserver: ApiServerFacts
 
+    def facts(self) -> list[tuple[str, str]]:
+        """(what, what was found) in words — the one wording of the CLI and the page."""
+        api = self.apiserver
+        rest = [k for k, v in self.rest_client_metrics.items() if v]
+        return [
+            ("framework", f"{self.framework} ({'; '.join(self.evidence)})"),
+            ("version hints", "; ".join(self.version_hints) or "none"),
+            ("priority queue", "on" if self.priority_queue else "off"),
+            ("REST-client metrics", ", ".join(rest) or "none"),
+            ("API server", (f"reachable, generation {api.generation}; level "
+                            f"{api.priority_level!r} "
+                            + ("seen" if api.priority_level_seen else "not seen")
+                            + (f" (flow schemas: {', '.join(api.flow_schemas)})"
+                               if api.flow_schemas else ""))
+             if api.reachable else "not scraped"),
+        ]
+
 
 @dataclass(frozen=True)
 class ProcessReport:
@@ -455,6 +462,10 @@ class ProcessReport:
     queues: tuple[QueueReport, ...]
     detected: Detected
     signals: tuple[SignalReport, ...]
+
+    @property
+    def labels_text(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.labels.items()) or "(no process labels)"
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(STATUSES, 0)
@@ -569,8 +580,7 @@ def _flow_schema_fix(controller: str) -> str:
     """The dedicated FlowSchema and level (:func:`models.flowschema.flowschema_manifest`) and
     the profile lines that make queuelens read them."""
     manifest = flowschema_manifest(controller)
-    found = re.search(r'^  name: ("(?:[^"\\]|\\.)*")$', manifest, re.MULTILINE)
-    name = json.loads(found.group(1)) if found else "<the manifest's name>"
+    name = flowschema_name(controller)
     return (manifest.rstrip("\n") + "\n# then tell queuelens (queuelens.yaml, not for kubectl):"
             "\n#   profile:\n#     apiserver: "
             f"{{priority_level: {json.dumps(name)}, flow_schema: {json.dumps(name)}}}")
@@ -1129,7 +1139,7 @@ def _cluster_signals(ix: _Index, process: tuple[str, ...] | None, controller: st
                    f"metrics; generation {facts.generation})", None, names_shown)]
     level = r.priority_level
     lsig = SIGNAL_BY_ID["apf_level"]
-    apf = {cluster_sample(k, r.names[k]) for k in lsig.metrics if k in r.names}
+    apf = {changes_sample(k, r.names[k]) for k in lsig.metrics if k in r.names}
     level_rows = [a for a in rows if a.priority_level == level and a.sample in apf]
     levels = sorted({a.priority_level for a in rows if a.priority_level})
     level_metric = "apiserver_flowcontrol_*{priority_level=" + json.dumps(level) + "}"
@@ -1199,7 +1209,7 @@ def _priority_signal(p: _Process, queue_marks: dict[str, dict[str, list[str]]]
         return None
     sig = PRIORITY_SIGNAL
     name = p.ix.name("depth")
-    over = sorted(q for q, qp in p.prio.items() if qp.distinct > PRIORITY_CAP + 1)
+    over = sorted(q for q, qp in p.prio.items() if uncapped(qp.distinct, qp.capped))
     capped = sorted(q for q, qp in p.prio.items() if qp.capped)
     fix = ("use a small fixed set of priorities (handler.LowPriority = -100 and 0): "
            "controller-runtime before v0.23 writes one workqueue_depth series per distinct "

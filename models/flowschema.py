@@ -27,7 +27,8 @@ import json
 import math
 import re
 
-__all__ = ["DEFAULT_SERVER_SEATS", "flowschema_manifest", "seats_needed", "shares_for"]
+__all__ = ["DEFAULT_SERVER_SEATS", "flowschema_manifest", "flowschema_name", "seats_needed",
+           "shares_for"]
 
 DEFAULT_SERVER_SEATS = 600
 """--max-requests-inflight (400) + --max-mutating-requests-inflight (200), the defaults."""
@@ -62,13 +63,18 @@ def _dns_name(text: str) -> str:
     return name or "controller"
 
 
+def flowschema_name(controller: str) -> str:
+    """The objects' name for ``controller``: ``queuelens-<a DNS label of it>``."""
+    return f"queuelens-{_dns_name(controller)}"
+
+
 def flowschema_manifest(controller: str, *, namespace: str | None = None,
                         service_account: str | None = None,
                         api_request_s_per_s: float | None = None) -> str:
     """The FlowSchema + PriorityLevelConfiguration for ``controller`` (a name used only to
     name the objects), matching ServiceAccount ``namespace/service_account`` (placeholders
     when not known: the metrics do not say which ServiceAccount a process runs as)."""
-    name = f"queuelens-{_dns_name(controller)}"
+    name = flowschema_name(controller)
     seats = seats_needed(api_request_s_per_s)
     shares = shares_for(seats)
     ns = namespace or "<controller-namespace>"

@@ -274,6 +274,8 @@ class PlanRequest:
     """``controller-runtime`` or ``component-base`` (kube-controller-manager), for the knob."""
     namespace: str | None = None
     """The controller's namespace when its series carry one (for the FlowSchema's subject)."""
+    process_name: str | None = None
+    """The process's name (its ``job``, else ``pod``): one FlowSchema per process."""
 
 
 def plan_many(requests: Sequence[PlanRequest], settings: AnalysisSettings
@@ -482,12 +484,17 @@ def _knobs(binding: str, r: PlanRequest, rec: int | None, contention: Verdict | 
               else Knob("rest.Config QPS / Burst",
                         "the manager's rest.Config (client-go defaults 5 / 10): the token "
                         "bucket shared by every controller of the process"))
-    server = Knob("FlowSchema", "a FlowSchema matching the controller's ServiceAccount, with "
-                  f"its own priority level (it now lands in {level}, shared with every "
-                  "other ServiceAccount of that level)",
-                  flowschema_manifest(queue, namespace=r.namespace,
+    # One FlowSchema per ServiceAccount, so per process: named after the process (its job,
+    # which every queue of the manager shares), sized by the process's requests in flight;
+    # built only where the API server or the client limiter binds.
+    who = r.process_name or queue
+    server = Knob("FlowSchema", "a FlowSchema matching the ServiceAccount of the process "
+                  f"{who!r}, with its own priority level (it now lands in {level}, shared "
+                  "with every other ServiceAccount of that level)",
+                  flowschema_manifest(who, namespace=r.namespace,
                                       api_request_s_per_s=in_flight
-                                      if isinstance(in_flight, float) else None))
+                                      if isinstance(in_flight, float) else None)
+                  if binding in ("api_server", "client_limiter") else None)
     hook = ev.get("admission_webhook")
     webhook = Knob("ValidatingWebhookConfiguration / MutatingWebhookConfiguration",
                    (f"the webhook {hook}: " if hook else "the webhook: ")

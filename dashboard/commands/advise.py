@@ -29,6 +29,7 @@ from dashboard.cliutil import (
     parse_time,
     positive_int,
     settings_from_args,
+    utc_text,
 )
 
 TABLE_COLUMNS = ("queue", "verdict", "workers", "binding", "demand", "confidence", "tags")
@@ -86,7 +87,7 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         close_source(source)
     payload = advice.payload()
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(advice.at))
+    when = utc_text(advice.at)
     header = f"at {when}: {advice.describe()}"
     footer = "\n".join(f"warning: {w}" for w in advice.warnings)
     emit(args.format, payload, table_rows(payload), TABLE_COLUMNS, header=header, footer=footer)

@@ -36,6 +36,7 @@ from dashboard.cliutil import (
     parse_time,
     terminal_lines,
     terminal_text,
+    utc_text,
 )
 
 TABLE_COLUMNS = ("signal", "status", "detail")
@@ -96,14 +97,6 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _clock(unix_s: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(unix_s))
-
-
-def _labels_text(labels: dict[str, str] | Any) -> str:
-    return ", ".join(f"{k}={v}" for k, v in labels.items()) or "(no process labels)"
-
-
 def _signal_rows(signals: Sequence[Any]) -> list[dict[str, str]]:
     return [{"signal": s.signal, "status": s.status, "detail": s.detail} for s in signals]
 
@@ -124,19 +117,7 @@ def _fixes(signals: Sequence[Any]) -> list[str]:
 
 
 def _detected_lines(process: Any) -> list[str]:
-    d = process.detected
-    rest = [k for k, v in d.rest_client_metrics.items() if v]
-    api = d.apiserver
-    api_text = (f"reachable, generation {api.generation}, level {api.priority_level!r} "
-                f"{'seen' if api.priority_level_seen else 'not seen'}"
-                if api.reachable else "not scraped")
-    lines = [
-        f"framework: {d.framework} ({'; '.join(d.evidence)})",
-        f"priority queue: {'on' if d.priority_queue else 'off'}; REST-client metrics: "
-        f"{', '.join(rest) or 'none'}; API server: {api_text}",
-    ]
-    if d.version_hints:
-        lines.append("hints: " + "; ".join(d.version_hints))
+    lines = [f"{what}: {found}" for what, found in process.detected.facts()]
     names = [q.name for q in process.queues]
     lines.append(f"queues ({len(names)}): {', '.join(names)}")
     return lines
@@ -145,7 +126,7 @@ def _detected_lines(process: Any) -> list[str]:
 def render_table(report: Any) -> str:
     """The report for a terminal: every line through :func:`terminal_text` (label values are
     hostile text), the tables through :func:`format_table`."""
-    parts = [terminal_text(f"source: {report.source}   at: {_clock(report.at)}   range: "
+    parts = [terminal_text(f"source: {report.source}   at: {utc_text(report.at)}   range: "
                            f"{report.range_s:g} s"
                            + (f"   selector: {report.selector}" if report.selector else "")),
              terminal_text(report.summary), "", "fleet:",
@@ -154,7 +135,7 @@ def render_table(report: Any) -> str:
     if fixes:
         parts += ["fixes:", terminal_lines("\n".join(fixes))]
     for process in report.processes:
-        parts += ["", terminal_text(f"== process {_labels_text(process.labels)}")]
+        parts += ["", terminal_text(f"== process {process.labels_text}")]
         parts += [terminal_text("   " + line) for line in _detected_lines(process)]
         parts.append(format_table(_signal_rows(process.signals), TABLE_COLUMNS))
         fixes = _fixes(process.signals)

@@ -19,7 +19,13 @@ import argparse
 import time
 from typing import Any
 
-from dashboard.cliutil import add_format_argument, emit, parse_duration, parse_time
+from dashboard.cliutil import (
+    add_format_argument,
+    emit,
+    parse_duration,
+    parse_time,
+    utc_text,
+)
 
 TABLE_COLUMNS = (
     "queue", "arrival_rate_per_s", "throughput_per_s", "service_mean_s", "busy_workers",
@@ -88,7 +94,7 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         close_source(source)
     payload = snapshot_payload(snap)
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(snap.at))
+    when = utc_text(snap.at)
     header = f"source: {snap.source}   at: {when}   window: {snap.window_s:g} s"
     footer = "\n".join(f"warning: {w}" for w in snap.warnings)
     rows = table_rows(snap, payload) if args.format == "table" else payload["queues"]

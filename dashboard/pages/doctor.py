@@ -78,10 +78,6 @@ def read_report(ctx: AppContext, at: float | None = None) -> DoctorReport:
     return diagnose(reading)
 
 
-def _labels_text(labels: Any) -> str:
-    return ", ".join(f"{k}={v}" for k, v in labels.items()) or "(no process labels)"
-
-
 def _fix_cell(s: SignalReport, key: str) -> Any:
     if s.status == "ok":
         return ""
@@ -111,22 +107,7 @@ def signal_table(signals: Sequence[SignalReport], prefix: str) -> html.Table:
 
 
 def _detected(p: ProcessReport) -> html.Table:
-    d = p.detected
-    api = d.apiserver
-    rest = [k for k, v in d.rest_client_metrics.items() if v]
-    facts = [
-        ("framework", f"{d.framework} — {'; '.join(d.evidence)}"),
-        ("version hints", "; ".join(d.version_hints) or "none"),
-        ("priority queue", "on" if d.priority_queue else "off"),
-        ("REST-client metrics", ", ".join(rest) or "none"),
-        ("API server", (f"reachable, generation {api.generation}; level "
-                        f"{api.priority_level!r} "
-                        + ("seen" if api.priority_level_seen else "not seen")
-                        + (f" (flow schemas: {', '.join(api.flow_schemas)})"
-                           if api.flow_schemas else ""))
-         if api.reachable else "not scraped"),
-        ("queues", ", ".join(q.name for q in p.queues) or "none"),
-    ]
+    facts = [*p.detected.facts(), ("queues", ", ".join(q.name for q in p.queues) or "none")]
     return html.Table(html.Tbody([html.Tr([html.Th(k), html.Td(v)]) for k, v in facts]),
                       className="ql-evidence")
 
@@ -137,7 +118,7 @@ def report_children(report: DoctorReport) -> list[Any]:
                                    className="ql-card")]
     for i, p in enumerate(report.processes):
         out.append(html.Section(
-            [html.H2(f"Process {_labels_text(p.labels)}"), _detected(p),
+            [html.H2(f"Process {p.labels_text}"), _detected(p),
              signal_table(p.signals, f"p{i}")],
             className="ql-card", id=f"doctor-process-{i}"))
     if report.warnings:

@@ -297,8 +297,12 @@ def beyond_measures(q: QueueSnapshot) -> tuple[Measure, ...]:
         Measure(f"API server level {q.apf_priority_level or ''}".strip(),
                 f"seats {fmt(q.apf_seats_in_use_mean)} of {fmt(q.apf_seat_limit)}"
                 + (f" ({100 * util:.0f} %)" if util is not None else "")
-                + f" · queue wait {number_text(q.apf_wait_mean_s, 's')} · rejected "
-                f"{fmt(q.apf_rejected_per_s, '/s')}",
+                + f" · queue wait {number_text(q.apf_wait_mean_s, 's')} · queued "
+                f"{fmt(q.apf_inqueue_mean)} · dispatched {fmt(q.apf_dispatched_per_s, '/s')}"
+                f" · rejected {fmt(q.apf_rejected_per_s, '/s')}"
+                + (" (" + ", ".join(f"{k} {sig(v)}/s" for k, v in
+                                    q.apf_rejected_by_reason.items()) + ")"
+                   if q.apf_rejected_by_reason else ""),
                 note("apiserver_flowcontrol_*: the level's figures, shared by every client "
                      "in it (a dedicated FlowSchema makes them this controller's).",
                      "apf_seat_limit")),

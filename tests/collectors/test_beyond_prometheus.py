@@ -53,7 +53,7 @@ def test_the_controller_and_client_figures(snap: Snapshot, queue: str) -> None:
     assert q.depth_by_priority == pytest.approx(bo.DEPTH_BY_PRIORITY)
     assert list(q.depth_by_priority) == ["10", "0", "-100"]  # highest priority first
     assert q.depth_current == pytest.approx(sum(bo.DEPTH_BY_PRIORITY.values()))
-    assert q.depth_min_by_priority == pytest.approx(bo.DEPTH_BY_PRIORITY)  # constant gauges
+    assert q.depth_min_by_priority == pytest.approx(bo.DEPTH_MIN_BY_PRIORITY)
     assert q.priority_series == 3
 
 
@@ -122,11 +122,12 @@ def test_another_level_and_a_selector_on_controller_labels(
 def test_without_cluster_labels_the_clusters_are_one(beyond_prometheus: PrometheusProcess
                                                      ) -> None:
     # The default is one cluster per Prometheus. Here the clusters are summed, as the docs
-    # warn: 2 × 40 seats of c136 + 40 of c137; the old cluster's 50 are dropped by the
-    # fallback's `or`, since the newer series already have its label set.
+    # warn: 2 × 40 seats of c136 + 40 of c137 + the old cluster's 50 (the fallback to the
+    # pre-1.37 metric is per series, inside the sum: an old server still counts).
     one = _snap(beyond_prometheus, Profile())
     q = _q(one, "lonely")
-    assert q.apf_seat_limit == pytest.approx(120.0)
+    assert q.apf_seat_limit == pytest.approx(170.0)
+    assert q.apf_seats_in_use_mean == pytest.approx(2 * 39.0 + 39.0 + 45.0)
     assert q.apf_dispatched_per_s == pytest.approx(2 * 30.0 + 30.0)
 
 
@@ -136,4 +137,4 @@ def test_queries_beyond_the_queue_are_sent_only_where_their_metrics_exist(
     client = PrometheusClient(ConnectionSettings(url=beyond_prometheus.url))
     profile = Profile(cluster_labels=("cluster",))
     PrometheusSource(client, profile).snapshot(float(bo.AT), bo.WINDOW_S)
-    assert client.request_count == 1 + len(profile.queries(bo.WINDOW_S)) + 2
+    assert client.request_count == 43  # 40 signals, presence, topology, lookback

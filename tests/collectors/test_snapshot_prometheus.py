@@ -166,10 +166,10 @@ def test_query_count_does_not_grow_with_queue_count(scale_prometheus: Prometheus
     # one query per signal of the profile whose metrics exist (asked first, in one query),
     # the topology and the scrape-interval lookback: no API-server or opt-in REST-client
     # series here, so those queries are not sent
-    queries = Profile().queries(WINDOW_S)
-    sent = [sq for sq in queries if not sq.requires]
-    assert counts["small"] == 1 + len(sent) + 2
-    assert len(sent) == len(queries) - 17  # the API-server and opt-in queries are not sent
+    # 23 core queries + the presence query + topology + lookback; the 17 queries of the
+    # API server and the opt-in metrics are not sent (40 with them)
+    assert counts["small"] == 26
+    assert len(Profile().queries(WINDOW_S)) == 40
 
 
 def test_selector_with_quote_and_backslash_selects_only_that_queue(

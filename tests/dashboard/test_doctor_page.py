@@ -130,7 +130,7 @@ def test_the_demo_report_on_the_page() -> None:
         "5 processes (5 controller-runtime) with 8 queues in demo")
     texts = _texts(payload["doctor-report"]["children"])
     assert "Process pod=apps-controller-manager-0" in texts
-    assert any(t.startswith("controller-runtime — controller_runtime_* series") for t in texts)
+    assert any(t.startswith("controller-runtime (controller_runtime_* series") for t in texts)
     assert "metrics.RegisterRESTClientMetrics(metrics.MetricRateLimiterLatency, " \
         "metrics.MetricRequestRetry, metrics.MetricRequestLatency)" in "\n".join(texts)
 

@@ -32,8 +32,9 @@ def test_the_manifest_is_a_priority_level_and_a_flow_schema_for_the_service_acco
     (subject,) = spec["rules"][0]["subjects"]
     assert subject == {"kind": "ServiceAccount",
                        "serviceAccount": {"namespace": "ops", "name": "op-sa"}}
-    # 7.9 requests in flight × 1.5 headroom → 12 seats
-    assert level["spec"]["limited"]["nominalConcurrencyShares"] == shares_for(12)
+    # 7.9 requests in flight × 1.5 headroom → 12 seats → ceil(600 × 6 / 275) = 14 ≥ 12,
+    # while 5 shares give ceil(600 × 5 / 275) = 11
+    assert level["spec"]["limited"]["nominalConcurrencyShares"] == 6
 
 
 def test_shares_give_the_seats_by_the_apiservers_formula() -> None:

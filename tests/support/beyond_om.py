@@ -62,6 +62,10 @@ class _Doc:
     def gauge(self, name: str, labels: dict[str, str], value: float) -> None:
         self.add(name, "gauge", name, labels, ("const", value))
 
+    def saw(self, name: str, labels: dict[str, str], high: float, low: float) -> None:
+        """A gauge at ``high`` on even samples and ``low`` on odd ones."""
+        self.add(name, "gauge", name, labels, ("saw", high * 1000.0 + low))
+
     def histogram(self, name: str, labels: dict[str, str], bounds: tuple[float, ...],
                   rate: float, mean: float) -> None:
         """All observations in the first bucket ≥ ``mean``; sum = mean × count."""
@@ -81,7 +85,11 @@ class _Doc:
                 how, v = _dec(value)
                 lab = "{" + ",".join(f'{k}="{_esc(x)}"' for k, x in labels.items()) + "}"
                 for t in times:
-                    val = v * (t - START) if how == "rate" else v
+                    if how == "saw":
+                        high, low = divmod(v, 1000.0)
+                        val = high if ((t - START) // STEP_S) % 2 == 0 else low
+                    else:
+                        val = v * (t - START) if how == "rate" else v
                     out.append(f"{sample}{lab} {_num(val)} {t}")
         out.append("# EOF")
         return "\n".join(out) + "\n"
@@ -169,8 +177,10 @@ def _controller(doc: _Doc, queue: str, cluster: str) -> None:
     wq = {"name": queue, "controller": queue, **proc}
     cr = {"controller": queue, **proc}
     doc.counter("workqueue_adds_total", wq, 10.0)
-    for prio, depth in (("10", 1.0), ("0", 4.0), ("-100", 6.0)):
+    for prio, depth in (("10", 1.0), ("0", 4.0)):
         doc.gauge("workqueue_depth", {**wq, "priority": prio}, depth)
+    # the lowest priority goes 6, 2, 6, 2 … (6 at AT, an even sample): its least is 2
+    doc.saw("workqueue_depth", {**wq, "priority": "-100"}, 6.0, 2.0)
     doc.histogram("workqueue_work_duration_seconds", wq, WORKQUEUE_BUCKETS, 10.0, 0.8)
     doc.gauge("controller_runtime_max_concurrent_reconciles", cr, 10.0)
     doc.counter("controller_runtime_reconcile_panics_total", cr, 0.01)
@@ -235,6 +245,7 @@ CLIENT = {
 """Every controller's own figures (the same for each)."""
 
 DEPTH_BY_PRIORITY = {"10": 1.0, "0": 4.0, "-100": 6.0}
+DEPTH_MIN_BY_PRIORITY = {"10": 1.0, "0": 4.0, "-100": 2.0}
 
 TRUTH: dict[str, dict[str, float | None]] = {
     # two replicas: rates and seats summed; the wait mean is (2·(20·0.05 + 10·0.2)) /
