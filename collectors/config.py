@@ -39,8 +39,6 @@ import yaml
 
 from collectors.errors import ConfigError
 from collectors.profile import (
-    COMPONENT_BASE,
-    CONTROLLER_RUNTIME,
     METRIC_KEYS,
     PROFILE_NAMES,
     ExternalEffects,
@@ -53,6 +51,7 @@ from collectors.profile import (
 )
 from collectors.timeparse import parse_duration
 from models.errors import ModelInputError
+from models.frameworks import COMPONENT_BASE, CONTROLLER_RUNTIME
 from models.settings import AnalysisSettings
 
 ENV_PREFIX = "QUEUELENS_PROMETHEUS_"

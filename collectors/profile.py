@@ -31,10 +31,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from collectors.errors import ConfigError
+from models.frameworks import COMPONENT_BASE, CONTROLLER_RUNTIME
 from models.priority import PRIORITY_CAP
 
-CONTROLLER_RUNTIME = "controller-runtime"
-COMPONENT_BASE = "component-base"
 PROFILE_NAMES = (CONTROLLER_RUNTIME, COMPONENT_BASE)
 
 # --- escaping -----------------------------------------------------------------------------

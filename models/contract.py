@@ -29,14 +29,11 @@ from dataclasses import dataclass, field
 
 from models.fleet import go_float
 from models.flowschema import flowschema_manifest, flowschema_name
+from models.frameworks import CLIENT_GO, COMPONENT_BASE, CONTROLLER_RUNTIME, FRAMEWORKS
 from models.histogram import parse_le
 from models.priority import CAPPED_PRIORITY, PRIORITY_CAP, uncapped
 from models.settings import describe_duration
 
-CONTROLLER_RUNTIME = "controller-runtime"
-COMPONENT_BASE = "component-base"
-CLIENT_GO = "client-go"
-FRAMEWORKS: tuple[str, ...] = (CONTROLLER_RUNTIME, COMPONENT_BASE, CLIENT_GO)
 STATUSES: tuple[str, ...] = ("ok", "missing", "empty", "malformed")
 KINDS_OF_METRIC: tuple[str, ...] = ("counter", "gauge", "histogram")
 FAMILIES: tuple[str, ...] = ("queue", "controller", "process", "cluster")

@@ -436,18 +436,12 @@ def _server_inputs(
 
 
 def _poisson_times(rate: float, until_s: float, rng: np.random.Generator) -> np.ndarray:
-    """Poisson arrival times at ``rate`` in [0, until_s], ascending (exponential gaps drawn in
-    blocks)."""
-    out = []
-    t0 = 0.0
-    while True:
-        times = t0 + np.cumsum(rng.exponential(1.0 / rate, _BLOCK))
-        out.append(times)
-        if times[-1] > until_s:
-            break
-        t0 = float(times[-1])
-    times = np.concatenate(out)
-    kept: np.ndarray = times[: int(np.searchsorted(times, until_s, side="right"))]
+    """Poisson arrival times at ``rate`` in [0, until_s], ascending: the arrivals' own block
+    generator (:func:`_arrival_blocks`) without keys and without its end marker."""
+    blocks = _arrival_blocks(rate, until_s, until_s, rng,
+                             lambda n: np.zeros(n, dtype=np.int64), None, [0])
+    kept: np.ndarray = np.concatenate([t for t, k in blocks if not (k.size == 1 and k[0] < 0)]
+                                      or [np.empty(0)])
     return kept
 
 
