@@ -202,6 +202,11 @@ def _coverage(raw: RawSignals) -> FloatArray | None:
     n = raw.samples_in_window
     if n is None:
         return None
+    # A queue whose counter has samples elsewhere in the read but none in this window has
+    # 0 of them, not an unknown count: VictoriaMetrics answers such a window's rate() with
+    # 0 where Prometheus answers nothing, and count_over_time with nothing on both — the 0
+    # must not read as a measured rate (it reads as a scrape gap).
+    n = np.where(np.isnan(n) & np.isfinite(n).any(axis=1, keepdims=True), 0.0, n)
     if raw.expected_samples is not None:
         e = np.asarray(raw.expected_samples, dtype=np.float64)
         expected = np.broadcast_to(e if e.ndim == 2 else e.reshape(1, -1), n.shape)
