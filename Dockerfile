@@ -5,11 +5,12 @@
 
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY dashboard ./dashboard
 COPY collectors ./collectors
 COPY models ./models
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# constraints.txt (scripts/lock.sh): the dependency versions the tests ran with.
+RUN pip wheel --no-cache-dir --wheel-dir /wheels -c constraints.txt .
 
 FROM python:3.11-slim
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin queuelens

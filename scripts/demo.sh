@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/venv.sh
-"$py" -m pip install -q --disable-pip-version-check .
+"$py" -m pip install -q --disable-pip-version-check -c constraints.txt .
 exec "$py" -m dashboard.cli serve "$@"
