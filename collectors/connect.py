@@ -91,10 +91,12 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--selector", metavar="'{...}'",
                         help="extra label matchers for every series, e.g. '{namespace=\"x\"}'")
     parser.add_argument("--timeout", metavar="DURATION", type=_duration,
-                        help="wall-clock limit of each Prometheus query (default 30s)")
+                        help="wall-clock limit of each Prometheus query, e.g. 30s (bare number "
+                             "= seconds; default 30s)")
     parser.add_argument("--deadline", metavar="DURATION", type=_duration, default=None,
-                        help="wall-clock limit of all of a command's queries together "
-                             f"(default {DEFAULT_COMMAND_DEADLINE_S / 60:g}m); for serve, of "
+                        help="wall-clock limit of all of a command's queries together, e.g. "
+                             "10m (bare number = seconds; default "
+                             f"{DEFAULT_COMMAND_DEADLINE_S / 60:g}m); for serve, of "
                              "one page refresh's (default: --timeout)")
     parser.add_argument("--prometheus-token-file", metavar="FILE",
                         help="bearer token file (or env QUEUELENS_PROMETHEUS_TOKEN)")

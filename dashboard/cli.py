@@ -12,7 +12,14 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
-from dashboard.cliutil import EXIT_PROMETHEUS, EXIT_USAGE, CliError, OneLineParser, warn
+from dashboard.cliutil import (
+    EXIT_PROMETHEUS,
+    EXIT_USAGE,
+    CliError,
+    OneLineParser,
+    VersionAction,
+    warn,
+)
 
 # Sub-command modules in dashboard/commands/, in the order `--help` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -35,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="queuelens",
         description="Queue observability and capacity math for controller work queues.",
     )
+    parser.add_argument("-V", "--version", action=VersionAction,
+                        help="print queuelens's version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     sub.required = True
     for name in COMMAND_MODULES:

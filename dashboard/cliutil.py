@@ -61,6 +61,45 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def package_version() -> str:
+    """queuelens's version: the installed distribution's metadata, else (running from a
+    source tree that is not installed) ``[project] version`` of its pyproject.toml, else
+    ``"unknown"``. Imports only the standard library (``--version`` stays as light as
+    ``--help``)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("queuelens")
+    except metadata.PackageNotFoundError:
+        pass
+    import tomllib
+
+    pyproject = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "pyproject.toml")
+    try:
+        with open(pyproject, "rb") as fh:
+            version = tomllib.load(fh).get("project", {}).get("version")
+    except (OSError, tomllib.TOMLDecodeError):
+        version = None
+    return str(version) if version else "unknown"
+
+
+class VersionAction(argparse.Action):
+    """``--version``: prints ``queuelens <version>`` and exits 0; the version is looked up
+    only when the flag is given (building the parser stays free of it)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
+                         help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        sys.stdout.write(f"{parser.prog} {package_version()}\n")
+        sys.stdout.flush()
+        parser.exit(0)
+
+
 # --- text for a terminal ------------------------------------------------------------------
 
 _TERMINAL_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -143,10 +182,36 @@ def positive_int(text: str) -> int:
     return value
 
 
+BARE_SECONDS = "bare number = seconds"
+"""What the ``--help`` of every duration flag says (a test checks it): the value takes units
+(``250ms``, ``1.5s``, ``5m``, ``2h``, ``1h30m``) and a bare number is seconds. The flags'
+types are :func:`parse_duration` (> 0) and :func:`non_negative_duration` (>= 0), both on
+:func:`collectors.timeparse.parse_duration`, the one duration parser."""
+
+_ZERO_DURATION = re.compile(r"0+(?:\.0*)?(?:ms|s|m|h|d|w)?")
+
+
 def parse_duration(text: str) -> float:
     """'90s', '5m', '1h30m', '250ms' or a bare number of seconds -> seconds (> 0)."""
     try:
         return timeparse.parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def duration_or_zero(text: str) -> float:
+    """:func:`collectors.timeparse.parse_duration`, or also zero ('0', '0s', '0ms'): for
+    the parsers in :mod:`models` that take a ``duration`` callable (a schedule's times, a
+    retry spec's delays); raises ``ValueError`` as they expect."""
+    if _ZERO_DURATION.fullmatch(text.strip()):
+        return 0.0
+    return timeparse.parse_duration(text)
+
+
+def non_negative_duration(text: str) -> float:
+    """:func:`duration_or_zero` as an argparse type (a flag's error, not a ValueError)."""
+    try:
+        return duration_or_zero(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -184,16 +249,15 @@ def add_settings_arguments(parser: Any, *, window: bool = True, history: bool = 
     a flag left out keeps the config file's ``analysis:`` value, else the one default."""
     if window:
         parser.add_argument("--window", type=parse_duration, default=None, metavar="DURATION",
-                            help="rate window of the snapshot (default 5m; a bare number is "
-                                 "seconds)")
+                            help=f"rate window of the snapshot (default 5m; {BARE_SECONDS})")
     if history:
         parser.add_argument("--range", dest="range_s", type=parse_duration, default=None,
                             metavar="DURATION",
                             help="history the advisor reads, one point per max(range/120, 15s) "
-                                 "(default 2h)")
+                                 f"(default 2h; {BARE_SECONDS})")
     if slo:
         parser.add_argument("--slo", type=parse_duration, default=None, metavar="DURATION",
-                            help="queue-wait objective (default 1s)")
+                            help=f"queue-wait objective, e.g. 250ms (default 1s; {BARE_SECONDS})")
         parser.add_argument("--slo-quantile", type=fraction_open, default=None, metavar="Q",
                             help="the wait quantile the SLO applies to (default 0.95)")
     if thresholds:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -303,8 +303,14 @@ def parse_retry_spec(
     jitter: str = "none",
     global_qps: float | None = None,
     burst: int | None = None,
+    duration: Callable[[str], float] | None = None,
 ) -> RetryPolicy:
-    """Parse ``exp:BASE:CAP`` (seconds), ``const:DELAY``, ``client-go`` or ``controller-runtime``.
+    """Parse ``exp:BASE:CAP``, ``const:DELAY``, ``client-go`` or ``controller-runtime``.
+
+    BASE, CAP and DELAY are seconds; with ``duration`` (the caller's parser of a duration
+    with units, >= 0, raising ``ValueError``, e.g. ``dashboard.cliutil.duration_or_zero``) they
+    also take units: ``exp:5ms:1000s`` is ``exp:0.005:1000``, as :meth:`RetryPolicy.describe`
+    prints it ("exponential 5ms → 1000s").
 
     ``client-go`` = exp 0.005:1000 with the 10 qps / burst 100 bucket (unless ``global_qps``
     overrides it); ``controller-runtime`` = exp 0.005:1000 alone. An explicit ``global_qps``
@@ -314,6 +320,8 @@ def parse_retry_spec(
         raise ModelInputError(f"jitter must be one of {', '.join(JITTERS)}; got {jitter!r}.")
     jit: Jitter = jitter  # type: ignore[assignment]
     kind: Literal["exp", "const"]
+    head, _, rest = text.partition(":")
+    values = rest.split(":") if rest else []
     if text == "client-go":
         kind, base, cap = "exp", CLIENT_GO_BASE_S, CLIENT_GO_CAP_S
         if global_qps is None:
@@ -321,20 +329,35 @@ def parse_retry_spec(
             burst = CLIENT_GO_BURST if burst is None else burst
     elif text == "controller-runtime":
         kind, base, cap = "exp", CLIENT_GO_BASE_S, CLIENT_GO_CAP_S
-    elif m := re.fullmatch(rf"exp:{_NUM}:{_NUM}", text):
-        kind, base, cap = "exp", float(m.group(1)), float(m.group(2))
-    elif m := re.fullmatch(rf"const:{_NUM}", text):
-        kind, base = "const", float(m.group(1))
+    elif head == "exp" and len(values) == 2:
+        kind = "exp"
+        base, cap = (_spec_seconds(spec, v, duration) for v in values)
+    elif head == "const" and len(values) == 1:
+        kind, base = "const", _spec_seconds(spec, values[0], duration)
         cap = base
     else:
         raise ModelInputError(
-            f"retry policy {spec!r} is not understood; use exp:BASE:CAP (seconds, e.g. "
-            "exp:0.005:1000), const:DELAY, client-go or controller-runtime."
+            f"retry policy {spec!r} is not understood; use exp:BASE:CAP (e.g. "
+            f"{'exp:5ms:1000s' if duration else 'exp:0.005:1000'}), const:DELAY, client-go or "
+            "controller-runtime."
         )
     if burst is None:
         burst = max(1, math.ceil(10.0 * global_qps)) if global_qps is not None else CLIENT_GO_BURST
     return RetryPolicy(kind=kind, base_s=base, cap_s=cap, jitter=jit,
                        global_qps=global_qps, burst=burst)
+
+
+def _spec_seconds(spec: str, value: str, duration: Callable[[str], float] | None) -> float:
+    """One delay of a retry spec: a number of seconds, or with ``duration`` a duration."""
+    if re.fullmatch(_NUM, value):
+        return float(value)
+    if duration is not None:
+        try:
+            return float(duration(value))
+        except ValueError:
+            pass
+    units = " (e.g. 5ms, 1.5s, 2m; a bare number is seconds)" if duration else " (seconds)"
+    raise ModelInputError(f"retry policy {spec!r}: {value!r} is not a delay{units}.")
 
 
 def failures_to_cap(base_s: float, cap_s: float) -> int:

@@ -64,7 +64,8 @@ def register(subparsers: Any) -> None:
                         help="evaluation time: unix seconds or RFC 3339 (default: now)")
     parser.add_argument("--range", dest="range_s", type=parse_duration, default=None,
                         metavar="DURATION",
-                        help="how far back to look for series and changes (default 1h)")
+                        help="how far back to look for series and changes, e.g. 30m (bare "
+                             "number = seconds; default 1h)")
     add_format_argument(parser, ("table", "json"))
     parser.set_defaults(func=handle)
 

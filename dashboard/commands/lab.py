@@ -16,7 +16,9 @@ from dashboard.cliutil import (
     CliError,
     add_format_argument,
     emit,
+    non_negative_duration,
     non_negative_float,
+    parse_duration,
     positive_float,
 )
 from models.limits import FLUID_MAX_STEPS, FLUID_MAX_VALUE
@@ -75,17 +77,19 @@ def register_fluid(lab_subparsers: Any) -> None:
     )
     parser.add_argument(
         "--until",
-        type=non_negative_float,
+        type=non_negative_duration,
         default=None,
         metavar="T",
-        help="trace end time in seconds (default: clearance time + 2, or 10)",
+        help="trace end time, e.g. 30 or 2m (bare number = seconds; default: clearance "
+        "time + 2 s, or 10 s)",
     )
     parser.add_argument(
         "--step",
-        type=positive_float,
+        type=parse_duration,
         default=None,
         metavar="DT",
-        help=f"trace step in seconds (default 1, or 2, 5, 10, 20, … to stay within "
+        help=f"trace step, e.g. 1 or 500ms (bare number = seconds; default 1 s, or 2, 5, 10, "
+        f"20, … to stay within "
         f"{FLUID_MAX_STEPS:,} steps)",
     )
     add_format_argument(parser)

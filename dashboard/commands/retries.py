@@ -6,9 +6,10 @@ import argparse
 from typing import Any
 
 from dashboard.cliutil import (
+    BARE_SECONDS,
     add_format_argument,
     emit,
-    non_negative_float,
+    non_negative_duration,
     parse_duration,
     positive_float,
     positive_int,
@@ -49,20 +50,26 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--keys", type=positive_int, required=True, metavar="N",
                         help="keys failing together")
     parser.add_argument("--outage", type=parse_duration, required=True, metavar="T",
-                        help="how long the dependency is down, e.g. 60s or 5m")
+                        help=f"how long the dependency is down, e.g. 60s or 5m ({BARE_SECONDS})")
     add_retry_arguments(parser, "controller-runtime")
-    parser.add_argument("--attempt-time", type=non_negative_float, default=0.05, metavar="S",
-                        help="duration of one failing attempt, seconds (default 0.05)")
+    parser.add_argument("--attempt-time", type=non_negative_duration, default=0.05,
+                        metavar="DURATION",
+                        help=f"duration of one failing attempt, e.g. 50ms ({BARE_SECONDS}; "
+                             "default 50ms)")
     parser.add_argument("--horizon", type=parse_duration, default=None, metavar="T",
-                        help="how long to follow the storm (default max(10×outage, outage+1h))")
-    parser.add_argument("--bin", type=positive_float, default=None, metavar="S",
-                        help="rate bin width, seconds (default horizon/1000)")
+                        help=f"how long to follow the storm ({BARE_SECONDS}; default "
+                             "max(10×outage, outage+1h))")
+    parser.add_argument("--bin", type=parse_duration, default=None, metavar="DURATION",
+                        help=f"rate bin width, e.g. 1s or 500ms ({BARE_SECONDS}; default "
+                             "horizon/1000)")
     parser.add_argument("--healthy-rate", type=positive_float, default=None, metavar="L",
                         help="also simulate healthy keys arriving at L/s on the same queue")
     parser.add_argument("--workers", type=bounded_int(MAX_WORKERS), default=2, metavar="C",
                         help="workers for the healthy-key simulation (default 2)")
-    parser.add_argument("--service-mean", type=positive_float, default=0.05, metavar="S",
-                        help="mean reconcile time for the healthy-key simulation (default 0.05)")
+    parser.add_argument("--service-mean", type=parse_duration, default=0.05,
+                        metavar="DURATION",
+                        help="mean reconcile time for the healthy-key simulation, e.g. 250ms "
+                             f"({BARE_SECONDS}; default 50ms)")
     parser.add_argument("--seed", type=seed, default=0, metavar="N",
                         help="random seed of the jitter, 0 to 2^64 − 1 (default 0)")
     add_format_argument(parser, ("table", "json"))
@@ -70,6 +77,7 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from dashboard.numbers import number_text
     from models.retry import healthy_impact, policy_variants, retry_storm
 
     policy = retry_policy_from(args)
@@ -106,11 +114,12 @@ def handle(args: argparse.Namespace) -> int:
               f"{args.attempt_time:g}s; rates per {first.bin_s:g}s bin over {first.horizon_s:g}s")
     footer_lines = [
         "penalty_without_forget_s: delay of a later unrelated failure if Forget is never "
-        f"called (with Forget: {first.penalty_with_forget_s}s).",
+        f"called (with Forget: {number_text(first.penalty_with_forget_s, 's')}).",
     ]
     if impacts[0] is not None:
         base = impacts[0].baseline_wait_mean_s
-        footer_lines.append(f"healthy keys' mean wait without the storm: {base}s "
+        footer_lines.append("healthy keys' mean wait without the storm: "
+                            f"{number_text(base, 's')} "
                             f"({args.workers} workers, service mean {args.service_mean:g}s).")
     payload = {
         "inputs": {"keys": args.keys, "outage_s": args.outage, "retry": policy.describe(),

@@ -41,7 +41,8 @@ def register(subparsers: Any) -> None:
                         help="write the rules to FILE (default: stdout)")
     parser.add_argument("--window", type=parse_duration, default=DEFAULT_WINDOW_S,
                         metavar="DURATION",
-                        help="rate window of the recorded series (default: 5m)")
+                        help="rate window of the recorded series, e.g. 2m (bare number = "
+                             "seconds; default: 5m)")
     parser.add_argument("--config", metavar="FILE",
                         help="YAML profile (metric names, selector, worker counts)")
     parser.set_defaults(func=handle)

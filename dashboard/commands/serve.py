@@ -72,8 +72,8 @@ def register(subparsers: Any) -> None:
                         help="TCP port (default: 8050)")
     parser.add_argument("--refresh", type=parse_duration, default=DEFAULT_REFRESH_S,
                         metavar="DURATION",
-                        help="live refresh period (default: 15s, min 1s; never below the "
-                             "profile's scrape_interval)")
+                        help="live refresh period, e.g. 30s or 1m (bare number = seconds; "
+                             "default: 15s, min 1s; never below the profile's scrape_interval)")
     parser.add_argument("--at", type=parse_time, default=None, metavar="TIME",
                         help="show the fleet at this fixed time (RFC 3339 or unix seconds) "
                              "instead of now")

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from collectors import timeparse
 from dashboard.cliutil import (
+    BARE_SECONDS,
     CliError,
     ProgressBar,
     add_format_argument,
     check_output_path,
+    duration_or_zero,
     emit,
     fraction,
     jsonable,
+    non_negative_duration,
     non_negative_float,
     parse_duration,
     parse_time,
@@ -85,27 +86,11 @@ DEFAULT_START_UNIX = 1704067200.0
 """2024-01-01T00:00:00Z, on a 2-hour boundary (promtool cuts one block per 2 h)."""
 
 _MAX_START_UNIX = 253402300799.0  # 9999-12-31T23:59:59Z
-_ZERO_DURATION = re.compile(r"0+(?:\.0*)?(?:ms|s|m|h|d|w)?")
 
-
-def _duration(text: str) -> float:
-    return parse_duration(text)
-
-
-def _schedule_time(text: str) -> float:
-    """A duration or zero ('0', '0s', '0ms'): a schedule step's time for :mod:`models.load`
-    (ValueError on bad input, as it expects)."""
-    if _ZERO_DURATION.fullmatch(text.strip()):
-        return 0.0
-    return timeparse.parse_duration(text)
-
-
-def _non_negative_duration(text: str) -> float:
-    """:func:`_schedule_time` for argparse (a flag's error, not a ValueError)."""
-    try:
-        return _schedule_time(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_duration = parse_duration
+_schedule_time = duration_or_zero
+"""A schedule step's or a retry spec's time for :mod:`models` (ValueError on bad input)."""
+_non_negative_duration = non_negative_duration
 
 
 def _non_negative_int(text: str) -> int:
@@ -268,8 +253,9 @@ def _start(text: str) -> float:
 def add_retry_arguments(parser: argparse.ArgumentParser, default: str) -> None:
     """--retry/--jitter/--global-qps/--burst, shared with `queuelens retries`."""
     parser.add_argument("--retry", default=default, metavar="SPEC",
-                        help="retry policy: exp:BASE:CAP (seconds), const:DELAY, client-go or "
-                             f"controller-runtime (default {default})")
+                        help="retry policy: exp:BASE:CAP, e.g. exp:5ms:1000s, const:DELAY, "
+                             "client-go or controller-runtime (delays take units, "
+                             f"{BARE_SECONDS}; default {default})")
     parser.add_argument("--jitter", choices=("none", "full", "equal", "decorrelated"),
                         default="none", help="jitter on the exponential delay (default none)")
     parser.add_argument("--global-qps", type=bounded_rate, default=None, metavar="Q",
@@ -284,7 +270,7 @@ def retry_policy_from(args: argparse.Namespace) -> Any:
     if args.burst is not None and args.global_qps is None and args.retry != "client-go":
         raise CliError("--burst needs --global-qps (or --retry client-go).")
     return parse_retry_spec(args.retry, jitter=args.jitter, global_qps=args.global_qps,
-                            burst=args.burst)
+                            burst=args.burst, duration=duration_or_zero)
 
 
 def register(subparsers: Any) -> None:
@@ -310,7 +296,7 @@ def register(subparsers: Any) -> None:
                       help="arrival rate over time instead of --arrival-rate: T0:R0,T1:R1,... "
                            "(R_i events/s from time T_i; T0 = 0), e.g. 0:10,10m:40,20m:10, or "
                            "sine:MEAN:AMPLITUDE:PERIOD (MEAN events/s, AMPLITUDE 0-1), e.g. "
-                           "sine:20:0.5:10m")
+                           f"sine:20:0.5:10m; times and PERIOD take units, {BARE_SECONDS}")
     load.add_argument("--keys", type=bounded_int(MAX_KEYS), required=True, metavar="K",
                       help="number of distinct keys")
     load.add_argument("--zipf", type=non_negative_float, default=0.0, metavar="S",
@@ -323,7 +309,8 @@ def register(subparsers: Any) -> None:
     load.add_argument("--workers-schedule", default=None, metavar="SPEC",
                       help="worker count over time instead of --workers: T0:C0,T1:C1,... "
                            "(C_i workers from time T_i; T0 = 0, C0 the initial count), e.g. "
-                           "0:4,5m:8; a worker that leaves finishes its pass first")
+                           "0:4,5m:8 (times take units, bare number = seconds); a worker that "
+                           "leaves finishes its pass first")
     svc = parser.add_argument_group("reconciles")
     svc.add_argument("--service-mean", type=_duration, required=True, metavar="S",
                      help="mean reconcile time, e.g. 0.1 or 100ms (bare number = seconds)")
@@ -365,7 +352,8 @@ def register(subparsers: Any) -> None:
     run.add_argument("--duration", type=_duration, required=True, metavar="T",
                      help="simulated time, e.g. 600 or 10m (bare number = seconds)")
     run.add_argument("--warmup", type=_non_negative_duration, default=0.0, metavar="W",
-                     help="time excluded from waits/throughput, e.g. 60 or 1m (default 0)")
+                     help="time excluded from waits/throughput, e.g. 60 or 1m (bare number = "
+                          "seconds; default 0)")
     run.add_argument("--seed", type=seed, default=0, metavar="N",
                      help="random seed, 0 to 2^64 − 1 (default 0)")
     run.add_argument("--trace", type=bounded_int(MAX_TRACE_EVENTS, minimum=0), default=0,

@@ -54,7 +54,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--at", type=parse_time, default=None, metavar="TIME",
                         help="evaluation time: unix seconds or RFC 3339 (default: now)")
     parser.add_argument("--window", type=parse_duration, default=300.0, metavar="DURATION",
-                        help="rate window (default 5m)")
+                        help="rate window, e.g. 90s or 5m (bare number = seconds; "
+                             "default 5m)")
     add_format_argument(parser)
     parser.set_defaults(func=handle)
 

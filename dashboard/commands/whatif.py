@@ -28,7 +28,6 @@ from dashboard.cliutil import (
     parse_duration,
     parse_int_range,
     parse_time,
-    positive_float,
     positive_int,
     settings_from_args,
 )
@@ -81,10 +80,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--service-mean",
-        type=positive_float,
+        type=parse_duration,
         default=None,
-        metavar="S",
-        help="mean reconcile (service) time per item, seconds (offline form)",
+        metavar="DURATION",
+        help="mean reconcile (service) time per item, e.g. 250ms or 0.25 (bare number = "
+        "seconds; offline form)",
     )
     live = parser.add_argument_group("live form (measured inputs)")
     live.add_argument("--queue", metavar="NAME", default=None,
@@ -141,9 +141,9 @@ def register(subparsers: Any) -> None:
         "--slo",
         type=parse_duration,
         default=None,
-        metavar="SECONDS",
-        help="wait SLO (seconds, or e.g. 250ms); met when P(wait > SLO) ≤ 1 − q "
-        "(live default 1s, as advise)",
+        metavar="DURATION",
+        help="wait SLO, e.g. 250ms or 1s (bare number = seconds); met when P(wait > SLO) "
+        "≤ 1 − q (live default 1s, as advise)",
     )
     parser.add_argument(
         "--utilization-target",
