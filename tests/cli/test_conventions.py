@@ -19,19 +19,13 @@ import pytest
 
 from collectors import connect
 from dashboard import cliutil
-from dashboard.cli import build_parser, main
+from dashboard.cli import build_parser
 from dashboard.commands import simulate as simulate_cmd
+from tests.support.cli import run_main
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # --- --version ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 from dashboard.cli import main
 from dashboard.commands.simulate import DEFAULT_START_UNIX as DEFAULT_START
 from tests.conftest import require_binary
+from tests.support.cli import run_main
 from tests.support.prometheus import HINT as PROMETHEUS_HINT
 
 
@@ -70,14 +71,6 @@ BASE = ["simulate", "--keys", "5", "--service-mean", "0.1", "--duration", "10"]
 ONE = ["--arrival-rate", "5", "--workers", "1"]
 
 
-def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    """Exit code, stdout, stderr of the CLI in this process (argparse errors included)."""
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize(("extra", "says"), [

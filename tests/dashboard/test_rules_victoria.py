@@ -10,7 +10,6 @@ of the window that lies before the data)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from dashboard.cli import main as cli_main
 from dashboard.rules import recorded_names
 from tests.conftest import require_binary
 from tests.dashboard.test_rules import CONFIG_YAML, STORM, STORM_SPEC
-from tests.support.victoria import HINT, VictoriaProcess, start_victoria
+from tests.support.victoria import HINT, VictoriaProcess, free_port, start_victoria
 from tests.support.workqueue_om import (
     DURATION_S,
     STEP_S,
@@ -35,12 +34,6 @@ from tests.support.workqueue_om import (
 )
 
 pytestmark = pytest.mark.prometheus
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -61,14 +54,14 @@ def ruled_victoria(tmp_path_factory: pytest.TempPathFactory
     server = start_victoria(work / "vm", extra_args=["-search.latencyOffset=0s"])
     server.load_openmetrics(text)
     vmalert = require_binary("vmalert", HINT)
-    port = _free_port()
+    port = free_port()
     log = open(work / "vmalert.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [vmalert, f"-rule={rules_file}", f"-datasource.url={server.url}",
          f"-remoteWrite.url={server.url}", "-remoteWrite.flushInterval=1s",
          "-evaluationInterval=1s", f"-httpListenAddr=127.0.0.1:{port}",
          # alerts must go somewhere: a closed loopback port (the test reads vmalert's API)
-         f"-notifier.url=http://127.0.0.1:{_free_port()}"],
+         f"-notifier.url=http://127.0.0.1:{free_port()}"],
         stdout=log, stderr=subprocess.STDOUT)
     try:
         yield server, f"http://127.0.0.1:{port}"
@@ -87,7 +80,7 @@ def _latest(server: VictoriaProcess, record: str, deadline: float
     """queue -> the recorded value, once at least five queues have one."""
     out: dict[str, float] = {}
     while time.monotonic() < deadline:
-        requests.get(server.url + "/internal/force_flush", timeout=10)
+        server.force_flush()
         resp = requests.get(server.prometheus_url + "/api/v1/query",
                             params={"query": f"last_over_time({record}[1m])"}, timeout=10)
         resp.raise_for_status()

@@ -1,10 +1,15 @@
-"""Run the real `queuelens` CLI in a subprocess, as a user would (exit code, stdout, stderr)."""
+"""Run the real `queuelens` CLI: in a subprocess, as a user would (:func:`run_cli`), or in this
+process with pytest's captured output (:func:`run_main`); exit code, stdout, stderr."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,3 +22,15 @@ def run_cli(*argv: str, timeout_s: float = 60) -> subprocess.CompletedProcess[st
         text=True,
         timeout=timeout_s,
     )
+
+
+def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Exit code, stdout, stderr of the CLI in this process (argparse errors included)."""
+    from dashboard.cli import main
+
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err

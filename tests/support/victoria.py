@@ -21,42 +21,28 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, ClassVar
+from typing import ClassVar
 
 import requests
 
 from tests.conftest import require_binary
+from tests.support.prometheus import PrometheusProcess
 
 HINT = "apt-get install -y --no-install-recommends victoria-metrics"
 IMPORT_BATCH_LINES = 20_000  # well under -maxInsertRequestSize (32 MB) per request
 
 
 @dataclass
-class VictoriaProcess:
-    url: str
-    """``http://127.0.0.1:PORT`` — the server root (import, health, flush)."""
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-    _log: IO[bytes]
+class VictoriaProcess(PrometheusProcess):
+    """A running server (stop, log tail: :class:`PrometheusProcess`); ``url`` is its root
+    (import, health, flush)."""
+
     PATH_PREFIX: ClassVar[str] = "/prometheus"
 
     @property
     def prometheus_url(self) -> str:
         """Root plus :attr:`PATH_PREFIX`: where the Prometheus query API lives."""
         return self.url + self.PATH_PREFIX
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-
-    def log_tail(self, n: int = 3000) -> str:
-        return self.log_path.read_text(errors="replace")[-n:]
 
     def load_openmetrics(self, openmetrics_text: str) -> int:
         """Import OpenMetrics text (second timestamps) and flush; returns the sample count."""
@@ -88,7 +74,8 @@ def openmetrics_to_prometheus_import(text: str) -> Iterator[str]:
         yield f"{series} {value} {round(float(ts) * 1000)}"
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port on 127.0.0.1 that was free a moment ago (callers retry if it is taken)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -106,7 +93,7 @@ def start_victoria(workdir: Path, *, extra_args: list[str] | None = None,
     for attempt in range(attempts):
         data = workdir / f"data{attempt}"
         data.mkdir(exist_ok=True)
-        port = _free_port()
+        port = free_port()
         log_path = workdir / f"victoria{attempt}.log"
         log = open(log_path, "wb")  # noqa: SIM115 - closed by VictoriaProcess.stop
         proc = subprocess.Popen(
