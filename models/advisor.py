@@ -38,6 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from models.bindings.steps import step_ceiling
 from models.contention import UslFit, fit_usl_many, usl_slowdown
 from models.errors import ModelInputError
 from models.fluid import fluid_summary
@@ -394,6 +395,17 @@ class AdvisorThresholds:
         2.0, "worker count / most busy workers seen, for the USL efficiency",
         "the fitted curve is read at most 2× beyond the busiest point of the range; further "
         "out it says nothing (at 6 % utilization the fit would judge 16 workers from 1)")
+    step_scaling_max: float = _th(
+        0.5, "scaling efficiency (X(c₂)/X(c₁) − 1)/(c₂/c₁ − 1) between the two highest "
+        "worker counts the range held with every worker busy (models.bindings.steps)",
+        "independent workers that are all busy complete c / E[S] items/s, so the throughput "
+        "follows the count (efficiency 1); below 0.5 more than half of the added workers' "
+        "capacity was lost to something they share — a lock, a pool, an external rate limit")
+    step_busy_share_min: float = _th(
+        0.9, "median busy workers / c at a worker-count level of the range",
+        "a level counts for the step test only when its workers were (nearly) all busy: "
+        "below it the demand, not the workers, set the throughput and a flat throughput "
+        "says nothing about a limit")
     usl_failure_share_max: float = _th(
         0.1, "errors / reconciles and retries / adds, for the USL fit",
         "failed passes and their delayed re-adds make throughput against busy workers a "
@@ -544,7 +556,7 @@ _DIVISOR_THRESHOLDS: tuple[str, ...] = (
     "util_high", "rise_elasticity_min", "share_429_min", "limiter_share_min",
     "error_share_storm", "planned_requeue_share", "hot_excess", "long_ratio", "util_low_peak",
     "usl_efficiency_max", "share_409_min", "retry_share_storm", "overload_ratio",
-    "apf_wait_share_min", "webhook_share_min", "starvation_util_min")
+    "apf_wait_share_min", "webhook_share_min", "starvation_util_min", "step_busy_share_min")
 """Thresholds the rules divide by (a verdict's strength is the margin over them): 0 is not a
 threshold but a division by zero."""
 
@@ -1345,7 +1357,18 @@ def _contention(ctx: _Ctx, proc: ProcessTotals, client_qps: float | None) -> Ver
                 f"the throughput only varied {x_lo:.3g}…{x_hi:.3g}/s over the range: a shared "
                 "resource (lock, API limit) could not be told from independent passes")
 
-    # (c) API throttling and conflicts (process-wide).
+    # (c) The worker count rose under load and the throughput did not follow.
+    step = _step_reason(ctx, evidence)
+    if step is not None:
+        reasons["worker_steps"], grade, step_ceiling_per_s = step
+        strength = max(strength, grade)
+        if ceiling is None or basis == "USL peak throughput X(N*)":
+            # measured at a count the queue ran beats the fitted curve's peak
+            ceiling, scope = step_ceiling_per_s, "queue"
+            basis = (f"throughput with every worker busy at c={evidence['step_workers_high']} "
+                     "(the highest worker count of the range)")
+
+    # (d) API throttling and conflicts (process-wide).
     queue_specific = bool(reasons)
     calls = _num(s.api_calls_per_s)
     classes = s.api_calls_by_class_per_s or {}
@@ -1485,9 +1508,37 @@ def _binding_limit(reasons: Mapping[str, str], evidence: Mapping[str, Any], c: i
     if "api_409" in reasons:
         return "write_conflicts"
     peak = evidence.get("usl_peak_workers")
-    if "usl" in reasons and isinstance(peak, float) and c is not None and 1 <= peak <= c:
+    step = evidence.get("step_scaling_efficiency")
+    fell = not isinstance(step, float) or step < 0  # a measured step that did not fall is a
+    # plateau (a shared limit), whatever peak the fitted curve puts inside the range
+    if "usl" in reasons and isinstance(peak, float) and c is not None and 1 <= peak <= c \
+            and fell:
         return "coherency"
     return "shared_resource"
+
+
+def _step_reason(ctx: _Ctx, evidence: dict[str, Any]) -> tuple[str, float, float] | None:
+    """A shared limit read from the range's worker-count steps (:mod:`models.bindings.steps`):
+    the reason in words, its strength and the ceiling (items/s)."""
+    h, th = ctx.h, ctx.th
+    if h is None:
+        return None
+    found = step_ceiling(h.workers, h.throughput_per_s, h.busy_workers, h.service_mean_s,
+                         min_points=int(th.min_history_points),
+                         busy_share_min=th.step_busy_share_min, usable=_steady_points(ctx))
+    if found is None:
+        return None
+    evidence.update(step_workers_low=found.workers_low, step_workers_high=found.workers_high,
+                    step_throughput_low_per_s=found.throughput_low_per_s,
+                    step_throughput_high_per_s=found.throughput_high_per_s,
+                    step_scaling_efficiency=found.efficiency)
+    if found.efficiency >= th.step_scaling_max:
+        return None
+    return (f"the worker count rose from {found.workers_low} to {found.workers_high} with every "
+            f"worker busy and the throughput only went from {found.throughput_low_per_s:.3g} "
+            f"to {found.throughput_high_per_s:.3g}/s ({100 * max(found.efficiency, 0.0):.0f} % "
+            "of what independent workers add) — a shared limit sets the pace",
+            th.step_scaling_max / max(found.efficiency, 0.05), found.throughput_high_per_s)
 
 
 def _apf_reason(ctx: _Ctx, calls_per_pass: float | None, evidence: dict[str, Any]

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from models.bindings.ceiling import CeilingModel
 from models.contention import usl_slowdown
 from models.errors import ModelInputError
 from models.finite_keys import finite_keys_sweep, finite_keys_wait_quantile
@@ -65,6 +66,13 @@ class WhatIfInputs:
     utilization_target: float | None = None
     """The recommendation also keeps utilization at most this (the advisor's design cap,
     ``AdvisorThresholds.util_target``); None: the SLO alone decides."""
+    ceiling_per_s: float | None = None
+    """A shared resource's ceiling X* in items/s (:mod:`models.bindings.ceiling`): the pass
+    time then grows with the demand and the worker count as the passes queue on it, and
+    ``service_mean_s`` is the pass time *without* that wait (S₀). None: no shared limit."""
+    ceiling_cv2: float = 1.0
+    """cv² of the shared resource's service (1: held for an exponential time; 0: a rate
+    limiter that spaces its grants evenly)."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +133,19 @@ def validate_inputs(inp: WhatIfInputs) -> None:
     if inp.sigma is not None and inp.kappa is not None:
         _finite("sigma", inp.sigma, upper=1.0)
         _finite("kappa", inp.kappa, upper=1.0)
+    if inp.ceiling_per_s is not None:
+        _finite("shared ceiling", inp.ceiling_per_s, positive=True)
+        _finite("shared resource cv²", inp.ceiling_cv2, upper=1.0)
+        if inp.sigma is not None:
+            raise ModelInputError(
+                "give either a shared ceiling or the USL contention parameters, not both.")
+        if inp.keys is not None:
+            raise ModelInputError(
+                "a shared ceiling and a key count are not modelled together: give one.")
+        if inp.service_cv2 != 1.0 or inp.arrival_cv2 != 1.0:
+            raise ModelInputError(
+                "the shared-ceiling model assumes Poisson arrivals and exponential work "
+                "times: leave the cv² values at 1 when giving a ceiling.")
     for name, value in (("workers_min", inp.workers_min), ("workers_max", inp.workers_max)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ModelInputError(f"{name} must be a whole number of at least 1, got {value!r}.")
@@ -417,7 +438,9 @@ def whatif_tables(inputs: Sequence[WhatIfInputs]) -> list[WhatIfTable]:
     out: list[WhatIfTable | None] = [None] * len(inputs)
     infinite: dict[int, list[int]] = {}
     for i, inp in enumerate(inputs):
-        if inp.keys is not None:
+        if inp.ceiling_per_s is not None:
+            out[i] = _ceiling_table(inp)
+        elif inp.keys is not None:
             out[i] = _finite_keys_table(inp)
         else:
             infinite.setdefault(int(inp.workers_max).bit_length(), []).append(i)
@@ -435,11 +458,35 @@ def _mu_c(inp: WhatIfInputs, c: npt.NDArray[np.int64]) -> npt.NDArray[np.float64
 
 
 def _model_name(inp: WhatIfInputs) -> str:
+    if inp.ceiling_per_s is not None:
+        return "workers behind a shared ceiling (MVA + flow-equivalent server)"
     if inp.keys is not None:
         return "M/M/c//K finite keys (machine-repairman)"
     if inp.arrival_cv2 == 1.0 and inp.service_cv2 == 1.0:
         return "M/M/c (Erlang C)"
     return "G/G/c (Allen–Cunneen approximation)"
+
+
+def _ceiling_table(inp: WhatIfInputs) -> WhatIfTable:
+    """The sweep behind a shared ceiling (:mod:`models.bindings.ceiling`)."""
+    assert inp.ceiling_per_s is not None
+    c = np.arange(inp.workers_min, inp.workers_max + 1, dtype=np.int64)
+    model = CeilingModel(inp.ceiling_per_s, inp.service_mean_s, inp.ceiling_cv2)
+    cols = model.columns(inp.arrival_rate_per_s, c)
+    stable = cols["stable"] != 0.0
+    decay = cols["decay_per_s"]
+    p_wait = cols["p_wait"]
+    slo = inp.slo_wait_s
+    with np.errstate(over="ignore", invalid="ignore"):
+        over_slo = (np.where(stable, p_wait * np.exp(-np.minimum(decay, 1e300) * slo), 1.0)
+                    if slo is not None else np.full(c.shape, np.nan))
+    return WhatIfTable(
+        inp, _model_name(inp), c, utilization=cols["utilization"], stable=stable,
+        p_wait=p_wait, wait_mean_s=cols["wait_mean_s"],
+        response_mean_s=cols["response_mean_s"],
+        wait_p95_s=wait_quantile_from_atom(p_wait, decay, 0.95, stable),
+        p_wait_over_slo=over_slo, throughput_per_s=cols["throughput_per_s"],
+        service_rate_per_worker_per_s=1.0 / cols["pass_mean_s"], decay_per_s=decay)
 
 
 def _finite_keys_table(inp: WhatIfInputs) -> WhatIfTable:

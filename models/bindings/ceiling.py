@@ -1,0 +1,162 @@
+"""Throughput, wait and pass time of a queue whose passes share one limited resource.
+
+The rows model of every binding limit that has a measured ceiling X* in items/s — a lock, a
+connection pool, a downstream or external rate limit, the API client's token bucket, the API
+server's priority level, an admission webhook, the controller's CPU. More workers raise the
+throughput only until the shared resource is saturated; past that they queue on it, and each
+pass takes longer. A plain M/M/c sweep misses this and promises c·μ: on real client-go queues
+it was 2× off at a count the history never ran (issue 20).
+
+**The workers and the resource, as a closed network.** A pass spends ``delay_s`` Z on its own
+work (the part no other pass waits for) and visits one shared station of service demand
+D = 1 / X*. A station of k servers each held for a time H (a pool of k connections, k CPU
+cores) is replaced by one server of demand H / k plus a pure delay H·(k − 1) / k (Seidmann,
+Schweitzer and Shalev-Oren, "Computerized closed queueing network models of flexible
+manufacturing systems", *Large Scale Systems* 12, 1987); since X* = k / H that is D = 1 / X*
+and a delay folded into Z, so the model needs only the ceiling and the pass time without
+waiting S₀: Z = max(S₀ − 1/X*, 0). With n passes in flight, mean-value analysis gives the
+throughput X(n) (Reiser and Lavenberg, "Mean-value analysis of closed multichain queuing
+networks", *J. ACM* 27, 1980; Lazowska et al., *Quantitative System Performance*, 1984,
+§6.4): Q(0) = 0, R(n) = D·(1 + Q(n − 1) − U(n − 1)·(1 − cs²)/2), X(n) = n / (Z + R(n)),
+Q(n) = X(n)·R(n), U(n) = X(n)·D — exact for an exponential station (cs² = 1); for another
+cs² the arriving pass finds the one in service half-way through its residual life (Reiser's
+approximation: a rate limiter that spaces its grants evenly, a token bucket, has cs² = 0;
+the approximation can overshoot X* at a few passes in flight, so X(n) is capped at X*).
+X(n) rises to X* and never past it.
+
+**The work queue in front of it: a flow-equivalent server** (Chandy, Herzog and Woo,
+"Parametric analysis of queuing networks", *IBM J. Res. Dev.* 19, 1975). With c workers and
+Poisson arrivals at λ, the number of items in the system (queued or in a pass) is a
+birth-death chain with birth rate λ and death rate X(min(n, c)): π(n) ∝ Π_{k ≤ n} λ / X(k)
+for n ≤ c, then geometric with ratio r = λ / X(c). It is stable exactly when λ < X(c); then
+the mean number queued is π(c)·r / (1 − r)², an arriving item waits with probability
+P(n ≥ c) (PASTA) and, once c passes are in flight, for completions at the constant rate X(c):
+P(wait > t) = P(n ≥ c)·exp(−(X(c) − λ)·t), the same atom-and-exponential form as Erlang C's.
+The pass time is the response time minus the queue wait (Little). At λ ≥ X(c) the row says
+the backlog grows: the throughput is X(c) and there is no finite wait.
+
+Checked in ``tests/models/test_bindings_ceiling.py`` against closed forms (one worker and a
+pure delay: M/M/1; no shared resource: Erlang C) and against the simulated mechanism (a lock,
+a token bucket on a dependency) at worker counts the model was not fitted on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from models.errors import ModelInputError
+
+__all__ = ["CeilingModel", "closed_throughput"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def closed_throughput(workers_max: int, delay_s: float, demand_s: float,
+                      station_cv2: float = 1.0) -> FloatArray:
+    """X(n) for n = 1 … ``workers_max`` of the closed network above (MVA), items/s."""
+    if workers_max < 1:
+        raise ModelInputError(f"the worker count must be at least 1, got {workers_max!r}.")
+    x = np.empty(workers_max)
+    q = u = 0.0
+    residual = (1.0 - station_cv2) / 2.0
+    for n in range(1, workers_max + 1):
+        res = demand_s * (1.0 + q - u * residual)
+        thr = min(n / (delay_s + res), 1.0 / demand_s)  # Reiser's cs² < 1 can pass X*
+        q, u = thr * res, thr * demand_s
+        x[n - 1] = thr
+    return x
+
+
+@dataclass(frozen=True)
+class CeilingModel:
+    """One queue's passes against a shared resource of ceiling ``ceiling_per_s`` (module
+    docstring). ``service_free_s`` is S₀, the pass time without waiting for the resource;
+    ``station_cv2`` the squared coefficient of variation of its service (1: held for an
+    exponential time; 0: a rate limiter)."""
+
+    ceiling_per_s: float
+    service_free_s: float
+    station_cv2: float = 1.0
+
+    def __post_init__(self) -> None:
+        for name, value in (("ceiling", self.ceiling_per_s),
+                            ("pass time without waiting", self.service_free_s)):
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not math.isfinite(value) or value <= 0:
+                raise ModelInputError(f"the {name} must be a positive number, got {value!r}.")
+        if not (isinstance(self.station_cv2, int | float) and 0 <= self.station_cv2 <= 1):
+            raise ModelInputError(
+                f"the shared resource's cv² must be between 0 and 1, got {self.station_cv2!r}.")
+
+    @property
+    def demand_s(self) -> float:
+        """D = 1 / X*: the station's service demand per pass."""
+        return 1.0 / self.ceiling_per_s
+
+    @property
+    def delay_s(self) -> float:
+        """Z = max(S₀ − D, 0): the part of a pass no other pass waits for."""
+        return max(self.service_free_s - self.demand_s, 0.0)
+
+    def saturated_throughput(self, workers: IntArray) -> FloatArray:
+        """X(c): the throughput with every one of c workers busy."""
+        c = np.asarray(workers, dtype=np.int64)
+        if c.size == 0:
+            return np.empty(0)
+        x = closed_throughput(int(c.max()), self.delay_s, self.demand_s, self.station_cv2)
+        out: FloatArray = x[c - 1]
+        return out
+
+    def columns(self, arrival_rate_per_s: float, workers: IntArray) -> dict[str, FloatArray]:
+        """Per worker count (the flow-equivalent server of the module docstring):
+        ``stable``, ``throughput_per_s``, ``utilization`` (busy workers / c; λ / X(c) when
+        unstable), ``p_wait``, ``wait_mean_s``, ``response_mean_s``, ``pass_mean_s`` and the
+        tail decay ``decay_per_s`` = X(c) − λ (NaN where unstable)."""
+        lam = float(arrival_rate_per_s)
+        c = np.asarray(workers, dtype=np.int64)
+        if c.size == 0 or int(c.min()) < 1:
+            raise ModelInputError("the worker counts must be at least 1.")
+        x = closed_throughput(int(c.max()), self.delay_s, self.demand_s, self.station_cv2)
+        xc = x[c - 1]
+        stable = lam < xc
+        nan = np.full(c.shape, np.nan)
+        if lam <= 0:
+            one = self.delay_s + self.demand_s
+            zero = np.zeros(c.shape)
+            return {"stable": np.ones(c.shape), "throughput_per_s": zero, "utilization": zero,
+                    "p_wait": zero, "wait_mean_s": zero, "response_mean_s": np.full(c.shape, one),
+                    "pass_mean_s": np.full(c.shape, one), "decay_per_s": np.full(c.shape, np.inf)}
+        # log π(n) = Σ_{k ≤ n} log(λ / X(k)), n = 0 … c_max, normalised by its largest value
+        logpi = np.concatenate(([0.0], np.cumsum(np.log(lam / x))))
+        pi = np.exp(logpi - logpi.max())
+        n = np.arange(pi.size, dtype=np.float64)
+        head = np.cumsum(pi)[c]                  # Σ_{n ≤ c} π(n)
+        head_n = np.cumsum(n * pi)[c]            # Σ_{n ≤ c} n·π(n)
+        pic = pi[c]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = np.where(stable, lam / xc, np.nan)
+            tail = pic * r / (1.0 - r)            # Σ_{n > c} π(n)
+            total = head + tail
+            queued = pic * r / (1.0 - r) ** 2 / total
+            in_system = (head_n + pic * (c * r / (1.0 - r) + r / (1.0 - r) ** 2)) / total
+            p_wait = (pic + tail) / total
+            wait = queued / lam
+            response = in_system / lam
+            passes = response - wait
+            busy = in_system - queued
+        closed = c / xc
+        return {
+            "stable": stable.astype(np.float64),
+            "throughput_per_s": np.where(stable, lam, xc),
+            "utilization": np.where(stable, busy / c, lam / xc),
+            "p_wait": np.where(stable, p_wait, nan),
+            "wait_mean_s": np.where(stable, wait, np.inf),
+            "response_mean_s": np.where(stable, response, np.inf),
+            "pass_mean_s": np.where(stable, passes, closed),
+            "decay_per_s": np.where(stable, xc - lam, nan),
+        }

@@ -1,0 +1,136 @@
+"""The what-if inputs of a plan's rows: the sizing sweep, under the limit the plan names.
+
+The advisor sizes a queue with M/M/c at the design demand (:func:`models.advisor.
+sizing_inputs`). When the plan's binding limit is not the worker count, the rows of every
+surface must follow that limit's model instead (:mod:`models.bindings`):
+
+* a limit with a measured ceiling (:data:`models.bindings.CEILING_LIMITS`): the same sweep with
+  the ceiling (:mod:`models.bindings.ceiling`) and the pass time without waiting for the shared
+  resource, S₀ (:func:`free_pass_time`);
+* ``coherency``: the USL fitted on the range — μ at one worker is the fit's γ (the throughput of
+  one worker alone), stretched by 1 + σ(c − 1) + κc(c − 1);
+* any other limit: the sweep as it is.
+
+A ceiling of the whole process (the API client's token bucket is shared by every controller
+of the process) leaves this queue what the other queues of the process do not use at their
+current rate, and at least its share of the process's demand (a saturated FIFO limiter serves
+its clients in proportion to their requests).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from models.advisor import QueueHistory
+from models.bindings import CEILING_LIMITS
+from models.contention import UslFit
+from models.whatif import WhatIfInputs, whatif_tables
+
+__all__ = ["LimitSizing", "free_pass_time", "limit_prediction", "limit_sizing"]
+
+FREE_PASS_QUANTILE = 0.1
+"""The quantile of the range's mean work times taken for the pass time without waiting: the
+quietest tenth of the range is where the passes waited least for the shared resource, and a
+quantile rather than the minimum is not set by one noisy point."""
+
+
+@dataclass(frozen=True)
+class LimitSizing:
+    """The inputs of the rows, and how the limit was put in them."""
+
+    inputs: WhatIfInputs
+    ceiling_per_s: float | None
+    """The ceiling the rows obey (this queue's part of it); None: no ceiling in the rows."""
+    service_free_s: float | None
+    """S₀, the pass time without waiting for the shared resource, when a ceiling applies."""
+    basis: str
+    """How the rows model the limit, in words."""
+
+
+def free_pass_time(service_now_s: float, evidence: Mapping[str, Any],
+                   history: QueueHistory | None) -> float:
+    """S₀: the smallest of the measured work time now, the duration at the quietest
+    throughput of the contention rule (``duration_at_quiet_s``), the work time at the lower
+    count of a worker-count step (``models.bindings.steps``) and the
+    :data:`FREE_PASS_QUANTILE` of the range's mean work times."""
+    candidates = [service_now_s]
+    for key in ("duration_at_quiet_s",):
+        v = evidence.get(key)
+        if isinstance(v, float) and math.isfinite(v) and v > 0:
+            candidates.append(v)
+    if history is not None:
+        svc = history.service_mean_s[np.isfinite(history.service_mean_s)
+                                     & (history.service_mean_s > 0)]
+        if svc.size:
+            candidates.append(float(np.quantile(svc, FREE_PASS_QUANTILE)))
+    return min(candidates)
+
+
+def limit_sizing(binding: str, sizing: WhatIfInputs, contention: Mapping[str, Any] | None,
+                 history: QueueHistory | None, fit: UslFit | None,
+                 demand_now_per_s: float | None) -> LimitSizing:
+    """The sweep inputs under ``binding`` (module docstring)."""
+    ev: Mapping[str, Any] = contention or {}
+    ceiling = ev.get("ceiling_reconciles_per_s")
+    if binding in CEILING_LIMITS and isinstance(ceiling, float) and ceiling > 0 \
+            and sizing.keys is None:
+        share = _queue_share(ceiling, ev, demand_now_per_s)
+        free = free_pass_time(sizing.service_mean_s, ev, history)
+        inputs = replace(sizing, service_mean_s=free, ceiling_per_s=share,
+                         ceiling_cv2=CEILING_LIMITS[binding], sigma=None, kappa=None)
+        part = ("" if share == ceiling else
+                f" (this queue's part of the process's {ceiling:.3g}/s)")
+        return LimitSizing(
+            inputs, share, free,
+            f"the rows obey the ceiling of {share:.3g}/s{part}: throughput never above it, "
+            f"the pass time ({free:.3g} s without waiting) stretched by the wait for the "
+            "shared resource as the workers queue on it")
+    if binding == "coherency" and fit is not None and fit.gamma > 0:
+        inputs = replace(sizing, service_mean_s=1.0 / fit.gamma, sigma=fit.sigma,
+                         kappa=fit.kappa)
+        return LimitSizing(inputs, None, None,
+                           "the rows follow the USL fitted on the range (throughput falls "
+                           "past its peak)")
+    return LimitSizing(sizing, None, None, "")
+
+
+def _queue_share(ceiling: float, ev: Mapping[str, Any], demand_now: float | None) -> float:
+    if ev.get("ceiling_scope") != "process":
+        return ceiling
+    queues = ev.get("process_queues")
+    px, plam = ev.get("process_reconciles_per_s"), ev.get("process_arrival_rate_per_s")
+    if not isinstance(queues, int) or queues <= 1 or demand_now is None \
+            or not isinstance(px, float) or px <= 0:
+        return ceiling
+    others = max(px - demand_now, 0.0)
+    proportional = ceiling * demand_now / plam if isinstance(plam, float) and plam > 0 \
+        else 0.0
+    return max(ceiling - others, proportional, 1e-9)
+
+
+def limit_prediction(sizing: WhatIfInputs | None
+                     ) -> Callable[[int, float, float], tuple[float, float | None]] | None:
+    """The change check's prediction under the plan's limit (:func:`models.change.
+    check_change`'s ``predict``): the rows' own model at the new count and the demand that
+    came — the shared ceiling with the plan's pass time without waiting (the work time
+    measured before the change already holds the wait for the resource), or the USL curve;
+    None where the rows are plain M/M/c (the check's default)."""
+    if sizing is None or (sizing.ceiling_per_s is None and sizing.sigma is None):
+        return None
+    model = sizing
+
+    def predict(workers: int, demand_per_s: float, service_mean_s: float
+                ) -> tuple[float, float | None]:
+        del service_mean_s  # the limit's model carries its own pass time
+        (table,) = whatif_tables([replace(model, arrival_rate_per_s=demand_per_s,
+                                          workers_min=workers, workers_max=workers)])
+        row = table.row(workers)
+        assert row is not None
+        return row.throughput_per_s, row.wait_mean_s
+
+    return predict
