@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from dash import dcc, html
@@ -25,8 +25,9 @@ from dash import dcc, html
 from collectors.profile import Profile
 from collectors.types import QueueSnapshot
 from dashboard import plan_figures as pf
-from dashboard.plan_words import plan_facts
-from models.plan import CapacityPlan, ChangeCheck
+from dashboard.plan_words import change_notes, change_wait_text, plan_facts, rate_text
+from models.change import ChangeCheck
+from models.plan import CapacityPlan
 
 __all__ = ["EVIDENCE_SIGNALS", "Evidence", "plan_evidence", "render_plan_card"]
 
@@ -85,28 +86,37 @@ def _utc(unix_s: float) -> str:
 
 
 def _change_panel(change: ChangeCheck) -> html.Div:
+    """"Check the change": the prediction from the clean points before the change against
+    the steady points after it, the clean counts, the drain apart and, while the "after" is
+    too short, what it cannot tell yet (the words: :func:`dashboard.plan_words.change_notes`).
+    """
     def row(what: str, predicted: str, observed: str) -> html.Tr:
         return html.Tr([html.Th(what, scope="row"), html.Td(predicted), html.Td(observed)])
 
-    wait_p = ("unstable" if change.predicted_wait_mean_s is None
-              else _value(change.predicted_wait_mean_s, " s"))
+    demand_after = (f"at the demand that came ({rate_text(change.demand_after_per_s)})"
+                    if change.demand_after_per_s is not None else
+                    "at the demand before (none measured after it yet)")
+    notes = change_notes(asdict(change))
     return html.Div([
         html.H3("Check the change"),
         html.P(f"At {_utc(change.at)} the worker count changed {change.workers_before} → "
-               f"{change.workers_after}. From the {change.points_before} points before it "
-               f"(demand {_value(change.demand_before_per_s, '/s')}, mean work time "
-               f"{_value(change.service_mean_before_s, ' s')}), M/M/c predicted the new count "
-               f"at the demand that came ({_value(change.demand_after_per_s, '/s')}); the "
-               f"{change.points_after} points after it measured:",
+               f"{change.workers_after}. From the points before it (demand "
+               f"{rate_text(change.demand_before_per_s)}, mean work time "
+               f"{change_wait_text(change.service_mean_before_s)}), the model predicted the "
+               f"new count {demand_after}; the steady points after it measured:",
                className="ql-note"),
         html.Table([
             html.Thead(html.Tr([html.Th(""), html.Th("predicted"), html.Th("measured")])),
             html.Tbody([
-                row("throughput", _value(change.predicted_throughput_per_s, "/s"),
-                    _value(change.observed_throughput_per_s, "/s")),
-                row("mean queue wait", wait_p, _value(change.observed_wait_mean_s, " s")),
+                row("throughput", rate_text(change.predicted_throughput_per_s),
+                    rate_text(change.observed_throughput_per_s)),
+                row("mean queue wait", change_wait_text(change.predicted_wait_mean_s,
+                                                        "unstable"),
+                    change_wait_text(change.observed_wait_mean_s)),
             ]),
         ], className="ql-evidence"),
+        html.P(notes[0], id="plan-change-points", className="ql-note"),
+        *[html.P(n, className="ql-note") for n in notes[1:]],
     ], id="plan-change", className="ql-change")
 
 

@@ -15,10 +15,11 @@ from types import MappingProxyType
 from typing import Any
 
 from dashboard.numbers import number_text, sig
+from models.change import CHANGE_MIN_POINTS
 
-__all__ = ["BINDING_LABELS", "binding_label", "change_text", "confidence_text",
-           "evidence_label", "evidence_value", "plan_cells", "plan_facts", "rate_text",
-           "workers_text"]
+__all__ = ["BINDING_LABELS", "binding_label", "change_notes", "change_text",
+           "change_wait_text", "confidence_text", "evidence_label", "evidence_value",
+           "plan_cells", "plan_facts", "rate_text", "workers_text"]
 
 BINDING_LABELS: Mapping[str, str] = MappingProxyType({
     "workers": "workers",
@@ -93,18 +94,64 @@ def plan_facts(plan: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def change_text(change: Mapping[str, Any] | None) -> str:
-    """'Check the change' in one sentence (reports), or '' without a change."""
+    """'Check the change' in words (reports), or '' without a change: the prediction against
+    the measurement, the clean points of each side, the drain and what a too-short "after"
+    cannot tell yet (:func:`change_notes`)."""
     if not change:
         return ""
-    wait = change.get("predicted_wait_mean_s")
-    wait_text = "unstable" if wait is None else f"{wait:.3g} s"
-    observed = change.get("observed_wait_mean_s")
-    return (f"The worker count changed {change['workers_before']} → {change['workers_after']}:"
-            f" the plan from the data before it predicted "
-            f"{rate_text(change.get('predicted_throughput_per_s'))} and a mean wait of "
-            f"{wait_text}; measured after: "
-            f"{rate_text(change.get('observed_throughput_per_s'))} and "
-            f"{'no data' if observed is None else f'{observed:.3g} s'}.")
+    return " ".join([
+        f"The worker count changed {change['workers_before']} → {change['workers_after']}:"
+        f" the plan from the data before it predicted "
+        f"{rate_text(change.get('predicted_throughput_per_s'))} and a mean wait of "
+        f"{change_wait_text(change.get('predicted_wait_mean_s'), 'unstable')}; measured "
+        f"after: {rate_text(change.get('observed_throughput_per_s'))} and "
+        f"{change_wait_text(change.get('observed_wait_mean_s'))}.", *change_notes(change)])
+
+
+def change_wait_text(wait: float | None, missing: str = "no data") -> str:
+    """A mean wait of the change check: '7.58 ms'; ``missing`` where there is none
+    ('unstable' for a prediction without a steady state)."""
+    return missing if wait is None else number_text(wait, "s")
+
+
+def change_notes(change: Mapping[str, Any]) -> list[str]:
+    """The sentences under the check: how many clean points each side has (and how many were
+    left out because their rate window reaches across the change), the drain of a backlog
+    built before the change, reported apart, and — while the "after" is too short — what
+    it cannot tell yet and about how long until it can (:mod:`models.change`)."""
+    before, after = int(change.get("points_before") or 0), int(change.get("points_after") or 0)
+    across = int(change.get("straddling_before") or 0) + int(change.get("straddling_after") or 0)
+    window = change.get("window_s")
+    text = (f"Measured from {before} clean point{'s' if before != 1 else ''} before the change "
+            f"and {after} after it")
+    if across:
+        text += (f" ({across} left out: their {number_text(window, 's')} rate windows reach "
+                 "across the change)")
+    notes = [text + "."]
+    drained = int(change.get("drain_points") or 0)
+    status = change.get("status", "checked")
+    depth = change.get("depth_at_change")
+    deep = f" ({number_text(depth)} items deep)" if depth is not None else ""
+    if drained and status == "draining":
+        notes.append(f"The backlog from before the change{deep} is still draining: "
+                     f"{drained} point{'s' if drained != 1 else ''} so far, left out of the "
+                     "measured figures.")
+    elif drained:
+        notes.append(f"The backlog from before the change{deep} drained first: {drained} "
+                     f"point{'s' if drained != 1 else ''} over "
+                     f"{number_text(change.get('drain_s'), 's')} after it, left out of the "
+                     "measured figures.")
+    if status != "checked":
+        c = change.get("workers_after")
+        more = change.get("wait_more_s")
+        when = (f" — about {number_text(more, 's')} more" if more is not None else
+                " — when is not known yet: the backlog is not shrinking")
+        why = ("the backlog from before the change is still draining" if status == "draining"
+               else f"only {after} steady point{'s' if after != 1 else ''} after the change "
+               f"({CHANGE_MIN_POINTS} needed)")
+        notes.append(f"Too early to check: {why}, so the steady throughput and wait at {c} "
+                     f"workers cannot be told yet{when}.")
+    return notes
 
 
 _EVIDENCE_LABELS: Mapping[str, str] = MappingProxyType({

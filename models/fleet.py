@@ -5,7 +5,7 @@ over-provisioned, requeue misuse, long passes) set by :class:`QueueParams`. A qu
 count c is constant, or follows ``workers_schedule`` (one count per block of
 ``workers_block_s``, cycling from 00:00 UTC): the healthy ``deployment`` queue runs 5 and 3
 workers in turn every 45 min, 16 cycles a day, so any 2-hour history holds a worker-count
-change to check a capacity plan against (:func:`models.plan.check_change`). From the
+change to check a capacity plan against (:func:`models.change.check_change`). From the
 parameters the model computes, on a fixed grid of ``GRID_S`` seconds over one period of
 ``PERIOD_S`` (a day), the instantaneous *rate* of every counter the real metrics carry
 (``workqueue_adds_total``, each histogram bucket, ``controller_runtime_reconcile_total``

@@ -28,10 +28,10 @@ With a USL fit of (busy workers, throughput) whose R² passes the advisor's ``us
 fitted curve X(N) = γN / (1 + σ(N − 1) + κN(N − 1)) (Gunther, *Guerrilla Capacity Planning*,
 2007).
 
-**Check the change.** Where the history's worker count changed (a step held for at least
-:data:`CHANGE_MIN_POINTS` points on each side), :func:`check_change` compares what the
-data before the change predicted for the new count — M/M/c at the new count, the demand that
-came and the work time measured before — with what was measured after.
+**Check the change.** Where the history's worker count changed, :attr:`CapacityPlan.change`
+is :func:`models.change.check_change` of the history (its one home: which points are clean,
+the drain, a too-short "after"), with the rate window of the plan's range read
+(:func:`models.change.point_window_s`).
 """
 
 from __future__ import annotations
@@ -47,11 +47,12 @@ import numpy as np
 import numpy.typing as npt
 
 from models.advisor import Assessment, QueueHistory, Verdict
+from models.bindings.rows import LimitSizing, limit_prediction, limit_sizing
+from models.change import CHANGE_MIN_POINTS, ChangeCheck, check_change, point_window_s
 from models.contention import UslFit, usl_throughput
 from models.errors import ModelInputError
 from models.flowschema import flowschema_manifest
 from models.options import BINDING_WORDS, OPTIONS, Option
-from models.queueing import erlang_c
 from models.settings import AnalysisSettings
 from models.whatif import WhatIfInputs, WhatIfTable, whatif_tables
 
@@ -80,10 +81,6 @@ RULES: Mapping[str, str] = MappingProxyType({
 })
 """Which rule chose the recommended count, in words ({q}: the SLO quantile in %, {u}: the
 utilization target in %)."""
-
-CHANGE_MIN_POINTS = 6
-"""Points on each side of a worker-count change before it is checked: the advisor's
-``min_history_points``, the fewest that give a mean rate not dominated by one scrape."""
 
 _KIND_LIMIT: Mapping[str, str] = MappingProxyType({
     "add_workers": "workers", "backlog_growing": "workers", "hot_key": "hot_key",
@@ -127,26 +124,6 @@ class Knob:
 
 
 @dataclass(frozen=True)
-class ChangeCheck:
-    """The plan from before a worker-count change, against what happened after it."""
-
-    at: float
-    """Unix time of the first point at the new count."""
-    workers_before: int
-    workers_after: int
-    demand_before_per_s: float
-    demand_after_per_s: float
-    service_mean_before_s: float
-    predicted_throughput_per_s: float
-    observed_throughput_per_s: float
-    predicted_wait_mean_s: float | None
-    """M/M/c at the new count, the demand after and the work time before; None if unstable."""
-    observed_wait_mean_s: float | None
-    points_before: int
-    points_after: int
-
-
-@dataclass(frozen=True)
 class CapacityPlan:
     """One queue's plan (see the module docstring)."""
 
@@ -176,7 +153,10 @@ class CapacityPlan:
     verdicts: tuple[Verdict, ...]
     settings: AnalysisSettings
     sizing: WhatIfInputs | None = None
-    """The what-if inputs the rows were computed with (the design demand, E[S], the SLO)."""
+    """The what-if inputs the rows were computed with (the design demand, E[S], the SLO, and
+    the binding limit's ceiling or USL curve: :mod:`models.bindings.rows`)."""
+    rows_basis: str = ""
+    """How the rows model the binding limit, in words ("" where they are the plain sweep)."""
     usl: Mapping[str, float] | None = None
     """{gamma_per_s, sigma, kappa, r2, peak_workers?} of the fit, if one was made."""
     tags: tuple[str, ...] = field(default=())
@@ -196,7 +176,9 @@ class CapacityPlan:
 
     @cached_property
     def change(self) -> ChangeCheck | None:
-        return check_change(self.history)
+        """The last worker-count change of the history, checked (:mod:`models.change`)."""
+        return check_change(self.history, window_s=point_window_s(self.settings),
+                            predict=limit_prediction(self.sizing))
 
     @cached_property
     def _measured(self) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
@@ -235,6 +217,7 @@ class CapacityPlan:
             "options": [{"rank": i + 1, "action": o.action, "tradeoff": o.tradeoff}
                         for i, o in enumerate(self.options)],
             "model": self.model, "band_source": self.band_source,
+            "rows_basis": self.rows_basis,
             "usl": dict(self.usl) if self.usl is not None else None,
             "change": _change_payload(self.change),
             "settings": self.settings.payload(),
@@ -283,9 +266,10 @@ def plan_many(requests: Sequence[PlanRequest], settings: AnalysisSettings
     """The plan of every queue; the band sweeps of all queues in one vectorized call."""
     band_inputs: list[WhatIfInputs] = []
     band_of: list[tuple[int, int] | None] = []
-    for r in requests:
+    limits = [_limit(r, settings) for r in requests]
+    for r, lim in zip(requests, limits, strict=True):
         lo_hi = _band_demands(r)
-        sizing = r.assessment.sizing
+        sizing = lim.sizing.inputs if lim.sizing is not None else None
         if lo_hi is None or sizing is None or sizing.keys is not None:
             band_of.append(None)
             continue
@@ -298,10 +282,36 @@ def plan_many(requests: Sequence[PlanRequest], settings: AnalysisSettings
     except ModelInputError:
         tables, band_of = [], [None] * len(requests)
     out = []
-    for r, idx in zip(requests, band_of, strict=True):
+    for r, lim, idx in zip(requests, limits, band_of, strict=True):
         band = (tables[idx[0]], tables[idx[1]]) if idx is not None and tables else None
-        out.append(_plan(r, settings, band))
+        out.append(_plan(r, settings, band, lim))
     return out
+
+
+@dataclass(frozen=True)
+class _Limit:
+    """What the plan of one queue is built around: its binding limit, the contention verdict
+    that named it, the USL fit that passed the gate, and the rows' inputs under the limit."""
+
+    binding: str
+    contention: Verdict | None
+    fit: UslFit | None
+    sizing: LimitSizing | None
+
+
+def _limit(r: PlanRequest, settings: AnalysisSettings) -> _Limit:
+    a = r.assessment
+    binding = _binding(a.verdicts)
+    contention = next((v for v in a.verdicts if v.kind == "contention"), None)
+    # The one USL gate: the advisor's own R² threshold (a curve that explains less is not
+    # shown or used anywhere).
+    fit = a.usl if a.usl is not None and a.usl.r2 >= settings.thresholds.usl_r2_min else None
+    sizing = None
+    if a.sizing is not None:
+        sizing = limit_sizing(binding, a.sizing,
+                              contention.evidence if contention is not None else None,
+                              r.history, fit, r.demand_now_per_s)
+    return _Limit(binding, contention, fit, sizing)
 
 
 def _band_demands(r: PlanRequest) -> tuple[float, float] | None:
@@ -316,22 +326,19 @@ def _band_demands(r: PlanRequest) -> tuple[float, float] | None:
 
 
 def _plan(r: PlanRequest, settings: AnalysisSettings,
-          band: tuple[WhatIfTable, WhatIfTable] | None) -> CapacityPlan:
+          band: tuple[WhatIfTable, WhatIfTable] | None, lim: _Limit) -> CapacityPlan:
     a, th = r.assessment, settings.thresholds
     verdicts = a.verdicts
     lead = verdicts[0]
     c = r.workers_now
     rec, rule = _recommendation(verdicts, c, a)
-    binding = _binding(verdicts)
-    contention = next((v for v in verdicts if v.kind == "contention"), None)
+    binding, contention, fit = lim.binding, lim.contention, lim.fit
     ceiling, basis = _ceiling(binding, contention, a, c)
-    table = a.table
-    # The one USL gate: the advisor's own R² threshold (a curve that explains less is not
-    # shown or used anywhere).
-    fit = a.usl if a.usl is not None and a.usl.r2 >= th.usl_r2_min else None
-    if table is None and a.sizing is not None:
+    sizing = lim.sizing.inputs if lim.sizing is not None else None
+    table = a.table if sizing is a.sizing else None
+    if table is None and sizing is not None:
         try:
-            table = whatif_tables([a.sizing])[0]
+            table = whatif_tables([sizing])[0]
         except ModelInputError:
             table = None
     q_pct = f"{100 * settings.slo_quantile:.0f}"
@@ -355,11 +362,12 @@ def _plan(r: PlanRequest, settings: AnalysisSettings,
         demand_per_s=a.sizing.arrival_rate_per_s if a.sizing is not None else None,
         demand_now_per_s=r.demand_now_per_s,
         service_mean_s=a.sizing.service_mean_s if a.sizing is not None else None,
+        rows_basis=lim.sizing.basis if lim.sizing is not None else "",
         headline=lead.headline, kind=lead.kind, severity=lead.severity,
         confidence=lead.confidence, caveats=_caveats(verdicts, a, table, h),
         knobs=_knobs(binding, r, rec, contention), options=OPTIONS[binding],
         model=table.model if table is not None else None, band_source=band_source,
-        verdicts=verdicts, settings=settings, sizing=a.sizing, usl=usl,
+        verdicts=verdicts, settings=settings, sizing=sizing, usl=usl,
         tags=tuple(v.kind for v in verdicts), table=table, band=band, fit=fit, history=h,
     )
 
@@ -520,61 +528,3 @@ def _measured(h: QueueHistory | None
     wk = np.where(np.isfinite(h.workers), h.workers, np.nan)[ok]
     return (tuple(h.busy_workers[ok].tolist()), tuple(h.throughput_per_s[ok].tolist()),
             tuple(wk.tolist()))
-
-
-def check_change(h: QueueHistory | None) -> ChangeCheck | None:
-    """The last worker-count change of the history held for :data:`CHANGE_MIN_POINTS` points
-    on each side, with the M/M/c prediction from the points before it (module docstring)."""
-    if h is None or h.points < 2 * CHANGE_MIN_POINTS:
-        return None
-    w = h.workers
-    known = np.isfinite(w)
-    if np.count_nonzero(known) < 2 * CHANGE_MIN_POINTS:
-        return None
-    idx = np.flatnonzero(known)
-    counts = np.rint(w[idx]).astype(np.int64)
-    steps = np.flatnonzero(np.diff(counts) != 0) + 1
-    for s in steps[::-1]:
-        before, after = counts[:s], counts[s:]
-        run_b = _run_length(before[::-1])
-        run_a = _run_length(after)
-        if run_b < CHANGE_MIN_POINTS or run_a < CHANGE_MIN_POINTS:
-            continue
-        ib, ia = idx[s - run_b:s], idx[s:s + run_a]
-        c_before, c_after = int(before[-1]), int(after[0])
-        lam_b = _mean(h.arrival_rate_per_s[ib])
-        lam_a = _mean(h.arrival_rate_per_s[ia])
-        svc_b = _mean(h.service_mean_s[ib])
-        x_a = _mean(h.throughput_per_s[ia])
-        if lam_b is None or lam_a is None or svc_b is None or x_a is None or svc_b <= 0 \
-                or c_before < 1 or c_after < 1:
-            continue
-        capacity = c_after / svc_b
-        predicted_x = min(lam_a, capacity)
-        wait: float | None = None
-        if lam_a < capacity:
-            try:
-                wait = float(erlang_c(lam_a, 1.0 / svc_b, c_after).wait_mean_s)
-            except ModelInputError:
-                wait = None
-        return ChangeCheck(
-            at=float(h.t_s[ia[0]]), workers_before=c_before, workers_after=c_after,
-            demand_before_per_s=lam_b, demand_after_per_s=lam_a,
-            service_mean_before_s=svc_b, predicted_throughput_per_s=predicted_x,
-            observed_throughput_per_s=x_a, predicted_wait_mean_s=wait,
-            observed_wait_mean_s=_mean(h.queue_wait_mean_s[ia]),
-            points_before=run_b, points_after=run_a)
-    return None
-
-
-def _run_length(counts: npt.NDArray[np.int64]) -> int:
-    """How many leading entries equal the first."""
-    if counts.size == 0:
-        return 0
-    diff = np.flatnonzero(counts != counts[0])
-    return int(diff[0]) if diff.size else int(counts.size)
-
-
-def _mean(values: FloatArray) -> float | None:
-    v = values[np.isfinite(values)]
-    return float(v.mean()) if v.size else None

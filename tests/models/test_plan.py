@@ -11,8 +11,7 @@ import pytest
 from collectors.demo import DemoSource
 from dashboard.advice import advise_fleet, histories_from_range
 from models import fleet as fl
-from models.advisor import QueueHistory
-from models.plan import CHANGE_MIN_POINTS, CapacityPlan, check_change
+from models.plan import CapacityPlan
 from models.settings import AnalysisSettings
 
 AT = fl.EPOCH_S + 40 * 86400 + 14 * 3600
@@ -96,40 +95,3 @@ def test_limits_that_are_not_the_worker_count(plans: dict[str, CapacityPlan]) ->
     assert storm.options[0].action.startswith("fix the failing dependency")
     over = plans["secret"]
     assert (over.workers_now, over.recommended_workers, over.rule) == (20, 2, "fewer")
-
-
-def _history(c_before: int, c_after: int, lam: float, svc: float, n: int = 8
-             ) -> QueueHistory:
-    t = np.arange(2 * n, dtype=float) * 60.0
-    workers = np.array([c_before] * n + [c_after] * n, dtype=float)
-    wait_after = _erlang_c_wait(lam, 1 / svc, c_after)
-    return QueueHistory.from_columns(
-        t, arrival_rate_per_s=np.full(2 * n, lam), throughput_per_s=np.full(2 * n, lam),
-        service_mean_s=np.full(2 * n, svc), workers=workers,
-        queue_wait_mean_s=np.array([np.nan] * n + [wait_after] * n))
-
-
-def test_check_change_predicts_the_new_count_from_the_points_before() -> None:
-    change = check_change(_history(2, 3, lam=3.0, svc=0.5))
-    assert change is not None
-    assert (change.workers_before, change.workers_after) == (2, 3)
-    assert change.at == 8 * 60.0
-    assert change.points_before == change.points_after == 8
-    assert change.predicted_throughput_per_s == pytest.approx(3.0)
-    # M/M/3 at λ = 3, μ = 2 (a = 1.5): the textbook mean wait
-    assert change.predicted_wait_mean_s == pytest.approx(_erlang_c_wait(3.0, 2.0, 3))
-    assert change.observed_wait_mean_s == pytest.approx(change.predicted_wait_mean_s)
-
-
-def test_check_change_to_too_few_workers_predicts_saturation() -> None:
-    change = check_change(_history(4, 1, lam=3.0, svc=0.5))
-    assert change is not None
-    assert change.predicted_throughput_per_s == pytest.approx(2.0)  # capacity 1 / 0.5 s
-    assert change.predicted_wait_mean_s is None  # unstable: no steady-state wait
-
-
-def test_check_change_needs_enough_points_on_each_side() -> None:
-    assert check_change(_history(2, 3, 3.0, 0.5, n=CHANGE_MIN_POINTS - 1)) is None
-    assert check_change(None) is None
-    constant = _history(2, 2, 3.0, 0.5)
-    assert check_change(constant) is None
