@@ -28,6 +28,7 @@ from dashboard.cliutil import (
     parse_duration,
     parse_int_range,
     parse_time,
+    positive_float,
     positive_int,
     settings_from_args,
 )
@@ -130,6 +131,23 @@ def register(subparsers: Any) -> None:
         help="USL coherency κ in [0,1] (needs --sigma)",
     )
     parser.add_argument(
+        "--ceiling",
+        type=positive_float,
+        default=None,
+        metavar="X",
+        help="a shared resource's ceiling in items/s (a lock, a pool, a rate limit): the "
+        "rows never pass it, and --service-mean is then the pass time without waiting for "
+        "it (offline form; not with --sigma/--kappa)",
+    )
+    parser.add_argument(
+        "--ceiling-cv2",
+        type=non_negative_float,
+        default=1.0,
+        metavar="X",
+        help="cv² of the shared resource's service: 1 (default) for a resource held for a "
+        "variable time, 0 for a rate limiter (needs --ceiling)",
+    )
+    parser.add_argument(
         "--workers",
         type=parse_int_range,
         default=None,
@@ -174,6 +192,10 @@ def handle(args: argparse.Namespace) -> int:
                        "measured queue.")
     if (args.sigma is None) != (args.kappa is None):
         raise CliError("--sigma and --kappa go together: give both or neither")
+    if args.ceiling is not None and args.sigma is not None:
+        raise CliError("--ceiling and --sigma/--kappa are two models of contention: give one")
+    if args.ceiling is None and args.ceiling_cv2 != 1.0:
+        raise CliError("--ceiling-cv2 needs --ceiling")
     quantile = 0.95 if args.slo_quantile is None else args.slo_quantile
     low, high = args.workers or (1, 16)
     inputs = WhatIfInputs(
@@ -184,6 +206,8 @@ def handle(args: argparse.Namespace) -> int:
         keys=args.keys,
         sigma=args.sigma,
         kappa=args.kappa,
+        ceiling_per_s=args.ceiling,
+        ceiling_cv2=args.ceiling_cv2,
         workers_min=low,
         workers_max=high,
         slo_wait_s=args.slo,
@@ -228,7 +252,7 @@ def _live(args: argparse.Namespace) -> int:
 
     for flag, value in (("--arrival-rate", args.arrival_rate),
                         ("--service-mean", args.service_mean), ("--sigma", args.sigma),
-                        ("--kappa", args.kappa)):
+                        ("--kappa", args.kappa), ("--ceiling", args.ceiling)):
         if value is not None:
             raise CliError(f"{flag} is for the offline form; with --queue the inputs are "
                            "measured.")
@@ -288,10 +312,13 @@ def _live(args: argparse.Namespace) -> int:
                "recommendation": recommendation, "plan": plan.payload(),
                "warnings": list(found.advice.warnings)}
     sized = found.inputs
+    work = ("E[S] without the shared resource's wait" if sized is not None
+            and sized.ceiling_per_s is not None else "E[S]")
     header = (f"queue: {args.queue}   {found.advice.describe()}\n"
-              + (f"λ (design) = {sized.arrival_rate_per_s:.4g}/s  E[S] = "
+              + (f"λ (design) = {sized.arrival_rate_per_s:.4g}/s  {work} = "
                  f"{sized.service_mean_s:.4g} s  model: {result.model if result else '—'}"
-                 if sized is not None else "not enough data to size this queue"))
+                 if sized is not None else "not enough data to size this queue")
+              + (f"\n{plan.rows_basis}" if plan.rows_basis else ""))
     rec = plan.recommended_workers
     footer = (f"recommendation (as advise): {rec if rec is not None else 'no worker count'} "
               f"— {recommendation['reason']}")

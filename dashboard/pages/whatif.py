@@ -79,6 +79,9 @@ class Measured:
     contention: tuple[float, float] | None
     """(σ, κ) of the plan's USL fit, when it passed the advisor's gate (R² ≥ usl_r2_min)."""
     notes: tuple[str, ...]
+    ceiling: tuple[float, float] | None = None
+    """(X* items/s, cv²) of the plan's binding limit, when its rows obey a ceiling; the work
+    time is then the pass time without waiting for the shared resource."""
 
 
 def queue_plan(source: Source, queue: str, now: float, settings: AnalysisSettings
@@ -127,6 +130,13 @@ def measured_inputs(source: Source | None, queue: str | None, now: float,
                          "type it in.")
     usl = plan.usl
     contention = None
+    sized = plan.sizing
+    ceiling = None
+    service = q.service_mean_s
+    if sized is not None and sized.ceiling_per_s is not None:
+        notes.append(f"{plan.binding_text[:1].upper()}{plan.binding_text[1:]} binds: "
+                     f"{plan.rows_basis}.")
+        ceiling, service = (sized.ceiling_per_s, sized.ceiling_cv2), sized.service_mean_s
     if usl is not None:
         contention = (usl["sigma"], usl["kappa"])
         notes.append(f"σ = {usl['sigma']:.3g}, κ = {usl['kappa']:.3g} fitted by the USL to "
@@ -134,7 +144,7 @@ def measured_inputs(source: Source | None, queue: str | None, now: float,
     else:
         notes.append("No contention fit passed the advisor's gate for this queue: type σ and "
                      "κ to model contention, or leave it off.")
-    return Measured(lam, q.service_mean_s, 1.0, q.workers, contention, tuple(notes))
+    return Measured(lam, service, 1.0, q.workers, contention, tuple(notes), ceiling)
 
 
 _FIELD = {"arrival rate": "arrival_rate_per_s", "work time": "service_mean_s"}
@@ -156,7 +166,7 @@ def parse_params(
     arrival: object, service: object, service_cv2: object, arrival_cv2: object,
     arrival_mult: object, service_mult: object, contention: str | None,
     sigma: object, kappa: object, slo: object, slo_quantile: str | None,
-    workers: object,
+    workers: object, ceiling: object = None, ceiling_cv2: object = 1.0,
     *,
     utilization_target: float | None = UTILIZATION_TARGET,
 ) -> WhatIfParams:
@@ -168,10 +178,14 @@ def parse_params(
     cs2 = parse_number("work-time cv²", service_cv2)
     ca2 = parse_number("arrival cv²", arrival_cv2)
     use_usl = contention == "usl"
-    sig = kap = None
+    sig = kap = x_star = None
+    cv2_star = 1.0
     if use_usl:
         sig = parse_number("contention σ", sigma)
         kap = parse_number("coherency κ", kappa)
+    elif contention == "ceiling":
+        x_star = parse_number("shared ceiling X*", ceiling, positive=True)
+        cv2_star = parse_number("the shared resource's cv²", ceiling_cv2)
     slo_s = None if slo in (None, "") else parse_number("wait SLO", slo, positive=True)
     if not isinstance(slo_quantile, str) or slo_quantile not in SLO_QUANTILES:
         raise ModelInputError(f"Unknown SLO statistic {str(slo_quantile)[:40]!r}.")
@@ -183,11 +197,12 @@ def parse_params(
                               f"(the slider's), got {workers[0]!r}–{workers[1]!r}.")
     inputs = WhatIfInputs(
         arrival_rate_per_s=lam * a_mult, service_mean_s=s * s_mult, service_cv2=cs2,
-        arrival_cv2=ca2, sigma=sig, kappa=kap, workers_min=max(1, min(lo, hi)),
+        arrival_cv2=ca2, sigma=sig, kappa=kap, ceiling_per_s=x_star, ceiling_cv2=cv2_star,
+        workers_min=max(1, min(lo, hi)),
         workers_max=max(lo, hi, 1), slo_wait_s=slo_s, slo_quantile=SLO_QUANTILES[slo_quantile],
         utilization_target=utilization_target,
     )
-    return WhatIfParams(inputs, a_mult, s_mult, use_usl)
+    return WhatIfParams(inputs, a_mult, s_mult, use_usl or x_star is not None)
 
 
 @dataclass(frozen=True)
@@ -309,8 +324,9 @@ def recommendation_text(params: WhatIfParams, result: WhatIfResult,
         f"Model: {result.model}; λ = {fmt(inp.arrival_rate_per_s, '/s')} "
         f"(×{params.arrival_multiplier:g}), mean work time {fmt(inp.service_mean_s, 's')} "
         f"(×{params.service_multiplier:g})"
-        + (f", USL σ = {inp.sigma:g}, κ = {inp.kappa:g}." if params.contention
-           else ", no contention.")
+        + (f", USL σ = {inp.sigma:g}, κ = {inp.kappa:g}." if inp.sigma is not None else
+           f", a shared ceiling of {fmt(inp.ceiling_per_s, '/s')} (the work time is the pass "
+           "without waiting for it)." if inp.ceiling_per_s is not None else ", no contention.")
     )
     if inp.slo_wait_s is not None:
         parts.append(slo_edge_note(inp.slo_wait_s))
@@ -369,10 +385,18 @@ def simulate_view(params: WhatIfParams, workers: float | None,
         duration = arrivals / lam  # bounded work: ~2 events per arrival
         cs2 = inp.service_cv2
         dist = "exp" if cs2 == 1.0 else ("const" if cs2 == 0 else "lognormal")
+        shared: dict[str, Any] = {}
+        if inp.ceiling_per_s is not None:
+            # the mechanism, not the formula's stretched pass: a rate limiter on a dependency
+            # (cv² 0), else a lock held for the share of the pass that sets the ceiling
+            mean_c = inp.service_mean_s
+            hold = 1.0 / (inp.ceiling_per_s * inp.service_mean_s)
+            shared = ({"dependency_qps": inp.ceiling_per_s, "dependency_burst": 1}
+                      if inp.ceiling_cv2 == 0 or hold > 1 else {"lock_fraction": hold})
         sim = simulate(
             arrival_rate_per_s=lam, keys=SIM_KEYS, workers=c, service_mean_s=mean_c,
             duration_s=duration, seed=SIM_SEED, service_dist=dist,  # type: ignore[arg-type]
-            service_cv=math.sqrt(cs2), warmup_s=0.1 * duration, progress=progress,
+            service_cv=math.sqrt(cs2), warmup_s=0.1 * duration, progress=progress, **shared,
         )
     except ModelInputError as exc:
         return SimView(f"Not simulated: {exc}", None)
@@ -468,12 +492,18 @@ def make_layout(ctx: AppContext) -> Callable[..., html.Div]:
                                           dcc.RadioItems(
                                               id="whatif-contention",
                                               options=[{"label": " none", "value": "none"},
-                                                       {"label": " USL σ, κ", "value": "usl"}],
+                                                       {"label": " USL σ, κ", "value": "usl"},
+                                                       {"label": " shared ceiling",
+                                                        "value": "ceiling"}],
                                               value="none", inline=True,
                                               labelStyle={"marginRight": "1rem"})],
                                          className="ql-field"),
                                 _num_field("contention σ", "whatif-sigma", 0.0, "any"),
                                 _num_field("coherency κ", "whatif-kappa", 0.0, "any"),
+                                _num_field("shared ceiling X*", "whatif-ceiling", None, "any",
+                                           "/s"),
+                                _num_field("its cv² (1 held, 0 rate limiter)",
+                                           "whatif-ceiling-cv2", 1.0, "any"),
                                 _num_field("wait SLO", "whatif-slo", ctx.slo_wait_s, "any",
                                            "s", SLO_EDGES_S),
                                 html.Div([html.Label("SLO applies to", htmlFor="whatif-slo-q"),
@@ -566,10 +596,18 @@ def prefill(measured: Measured) -> tuple[Any, ...]:
     nu = dash.no_update
     lam = nu if measured.arrival_rate_per_s is None else round(measured.arrival_rate_per_s, 6)
     s = nu if measured.service_mean_s is None else round(measured.service_mean_s, 6)
-    if measured.contention is not None:
-        contention: Any = "usl"
-        sigma: Any = round(measured.contention[0], 6)
-        kappa: Any = round(measured.contention[1], 6)
+    ceiling: Any = nu
+    ceiling_cv2: Any = nu
+    sigma: Any = nu
+    kappa: Any = nu
+    contention: Any
+    if measured.ceiling is not None:
+        contention = "ceiling"
+        ceiling, ceiling_cv2 = round(measured.ceiling[0], 6), measured.ceiling[1]
+    elif measured.contention is not None:
+        contention = "usl"
+        sigma = round(measured.contention[0], 6)
+        kappa = round(measured.contention[1], 6)
     else:  # a measured queue without a usable fit: contention off, typed σ, κ kept
         contention = "none" if measured.arrival_rate_per_s is not None else nu
         sigma, kappa = nu, nu
@@ -579,7 +617,8 @@ def prefill(measured: Measured) -> tuple[Any, ...]:
         workers = [WORKERS_MIN, hi]
     notes = [html.Li(n) for n in measured.notes]
     cv2: Any = nu if measured.arrival_rate_per_s is None else measured.service_cv2
-    return (lam, s, cv2, contention, sigma, kappa, workers, measured.workers, notes)
+    return (lam, s, cv2, contention, sigma, kappa, workers, measured.workers, notes, ceiling,
+            ceiling_cv2)
 
 
 _SWEEP_STATE = (
@@ -587,7 +626,8 @@ _SWEEP_STATE = (
     ("whatif-arrival-cv2", "value"), ("whatif-arrival-mult", "value"),
     ("whatif-service-mult", "value"), ("whatif-contention", "value"),
     ("whatif-sigma", "value"), ("whatif-kappa", "value"), ("whatif-slo", "value"),
-    ("whatif-slo-q", "value"), ("whatif-workers", "value"),
+    ("whatif-slo-q", "value"), ("whatif-workers", "value"), ("whatif-ceiling", "value"),
+    ("whatif-ceiling-cv2", "value"),
 )
 
 
@@ -610,6 +650,8 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Output("whatif-workers", "value"),
         Output("whatif-current-workers", "data"),
         Output("whatif-notes", "children"),
+        Output("whatif-ceiling", "value"),
+        Output("whatif-ceiling-cv2", "value"),
         Input("whatif-queue", "value"),
     )
     def _load(queue: str | None) -> tuple[Any, ...]:

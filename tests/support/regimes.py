@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from models.load import PiecewiseRate, RateProfile, SineRate
+from models.load import PiecewiseRate, RateProfile, SineRate, WorkerSchedule
 
 START = 1704067200  # 2024-01-01T00:00:00Z, a multiple of 7200: one backfill block
 DURATION_S = 7200.0
@@ -44,6 +44,9 @@ class Regime:
     look-alike: there, instead of the expected verdict, the advice may say so — every verdict
     then states that a shared resource could not be ruled out (``caveats`` of add_workers,
     ``rules_not_evaluated`` of healthy)."""
+    ceiling_per_s: float | None = None
+    """The mechanism's throughput ceiling (items/s), where it has one: the plan's must be
+    within 10 % of it."""
 
 
 REGIMES: tuple[Regime, ...] = (
@@ -151,6 +154,46 @@ REGIMES: tuple[Regime, ...] = (
         "healthy"),
 )
 
+STEPS = WorkerSchedule((0.0, DURATION_S / 3, 2 * DURATION_S / 3), (1, 2, 3))
+"""The worker-count history of the step regimes: 1, then 2, then 3 workers, 40 min each."""
+
+PROBE_WORKERS = 8
+"""A worker count the step regimes' history never ran: the plan's row there is checked
+against the mechanism simulated at that count."""
+
+STEP_REGIMES: tuple[Regime, ...] = (
+    Regime(
+        "step_lock", "1 → 2 → 3 workers, 0.1 s passes, 60 % of each under one lock (ceiling "
+        "16.7/s), offered 25/s",
+        25.0, {"workers": STEPS, "lock_fraction": 0.6},
+        frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
+        "contention (the lock)", "shared_resource", ceiling_per_s=1 / 0.06),
+    Regime(
+        "step_external", "1 → 2 → 3 workers, 0.1 s passes, each waiting for a token of an "
+        "external service's 12/s rate limit (no API-client metric sees it), offered 20/s",
+        20.0, {"workers": STEPS, "dependency_qps": 12.0, "dependency_burst": 1},
+        frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
+        "contention (an invisible rate limit)", "shared_resource", ceiling_per_s=12.0),
+    Regime(
+        "step_api", "1 → 2 → 3 workers, 50 ms passes with 2 API calls through one 20 QPS "
+        "token bucket (ceiling 10/s), offered 16/s",
+        16.0, {"workers": STEPS, "service_mean_s": 0.05, "api_calls": 2, "api_qps": 20.0,
+               "api_burst": 20, "api_latency_s": 0.01},
+        frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
+        "contention (the API client limiter)", "client_limiter", ceiling_per_s=10.0),
+    Regime(
+        "step_independent", "1 → 2 → 3 workers, 0.1 s passes, nothing shared, offered 40/s "
+        "(the look-alike: throughput follows the count)",
+        40.0, {"workers": STEPS},
+        frozenset({"add_workers", "backlog_growing"}),
+        frozenset({"contention", "hot_key", "over_provisioned"}),
+        "more workers help"),
+)
+"""Worker-count steps under saturating load: the history that tells a shared limit from the
+worker count best (a count that rose while the throughput did not follow)."""
+
+STEP_SEEDS = (1, 2)
+
 LOADS = ("constant", "sine", "step")
 SCRAPE_INTERVALS_S = (15.0, 30.0)
 SEEDS = (1, 2)
@@ -193,6 +236,20 @@ def cases() -> Iterator[Case]:
             for step in SCRAPE_INTERVALS_S:
                 for seed in SEEDS:
                     yield Case(regime, load, step, seed)
+
+
+def step_cases() -> Iterator[Case]:
+    for regime in STEP_REGIMES:
+        for seed in STEP_SEEDS:
+            yield Case(regime, "constant", 15.0, seed)
+
+
+def probe_kwargs(case: Case, workers: int = PROBE_WORKERS) -> dict[str, Any]:
+    """The case's mechanism at a fixed worker count the history never ran, without a scrape:
+    the truth a plan's row at that count is checked against."""
+    kw = case.sim_kwargs()
+    kw.update(workers=workers, scrape_interval_s=None, warmup_s=600.0, seed=case.seed + 100)
+    return kw
 
 
 def simulate_case(case: Case) -> Any:
@@ -238,3 +295,47 @@ def write_openmetrics(all_cases: list[Case], path: Path) -> None:
     with path.open("w") as out:
         # each controller with its own API server: a cluster each, joined on `cluster`
         write_families(out, simulated_families(ctl, float(START), cluster_label="cluster"))
+
+
+ROW_TOLERANCE = 0.15
+"""The plan's throughput and mean wait at :data:`PROBE_WORKERS` must be within 15 % of the
+mechanism simulated there (issue 20 §4)."""
+
+CEILING_TOLERANCE = 0.10
+"""The plan's ceiling must be within 10 % of the mechanism's."""
+
+
+def step_misses(case: Case, queue: dict[str, Any], row: dict[str, Any], probe: Any,
+                demand: float) -> list[str]:
+    """What a step case got wrong, in words (empty: right): the verdicts, the binding limit,
+    never more workers under a limit, the ceiling, and the row at the probe count against the
+    simulated mechanism ``probe`` (a ``SimResult`` offered ``demand``)."""
+    out: list[str] = []
+    kinds = {str(v["kind"]) for v in queue["verdicts"]}
+    if not kinds & case.regime.expect or kinds & case.regime.never:
+        out.append(f"verdicts {sorted(kinds)}")
+    plan = queue["plan"]
+    if case.regime.binding is not None:
+        if plan["binding_limit"] != case.regime.binding:
+            out.append(f"binding {plan['binding_limit']}")
+        if plan["recommended_workers"] > plan["workers_now"]:
+            out.append(f"recommends {plan['workers_now']} → {plan['recommended_workers']}")
+    elif plan["recommended_workers"] <= plan["workers_now"]:
+        out.append(f"keeps {plan['workers_now']} workers")
+    want = case.regime.ceiling_per_s
+    got = plan["ceiling_per_s"]
+    if want is not None and (got is None or abs(got / want - 1) > CEILING_TOLERANCE):
+        out.append(f"ceiling {got} vs {want:.3g}")
+    if abs(row["throughput_per_s"] / probe.throughput_per_s - 1) > ROW_TOLERANCE:
+        out.append(f"throughput at c={PROBE_WORKERS} {row['throughput_per_s']:.3g} vs "
+                   f"{probe.throughput_per_s:.3g}")
+    keeps_up = probe.throughput_per_s >= 0.97 * demand
+    if bool(row["stable"]) != keeps_up:
+        out.append(f"stable={row['stable']} but the mechanism "
+                   + ("keeps up" if keeps_up else "falls behind"))
+    elif keeps_up and (row["wait_mean_s"] is None
+                       or abs(row["wait_mean_s"] / probe.wait_mean_s - 1) > ROW_TOLERANCE):
+        out.append(f"wait at c={PROBE_WORKERS} {row['wait_mean_s']} vs {probe.wait_mean_s:.3g}")
+    elif not keeps_up and row["wait_mean_s"] is not None:
+        out.append("a finite wait where the backlog grows")
+    return out
