@@ -269,7 +269,10 @@ _PROFILE_KEYS = {
     "apiserver",
 }
 _APISERVER_KEYS = {"priority_level", "flow_schema", "cluster_labels"}
-_LABEL_KEYS = {"queue", "controller", "process"}
+_LABEL_KEYS = {"queue", "controller", "process", "namespace", "pod", "container"}
+_CONTAINER_LABEL_KEYS = ("namespace", "pod", "container")
+"""``labels.namespace`` / ``.pod`` / ``.container``: the controller's series' labels that name
+its namespace, pod and container (``Profile.container_labels``)."""
 
 
 def _unknown(section: Mapping[str, Any], allowed: set[str], where: str) -> None:
@@ -372,6 +375,15 @@ def _profile(section: Mapping[str, Any], where: str) -> Profile:
         profile = replace(profile, process_labels=tuple(
             check_label_name(_string(v, f"{where}.labels.process[{i}]"))
             for i, v in enumerate(raw)))
+    if any(k in labels for k in _CONTAINER_LABEL_KEYS):
+        named = list(profile.container_labels)
+        for j, k in enumerate(_CONTAINER_LABEL_KEYS):
+            if k in labels:
+                try:
+                    named[j] = check_label_name(_string(labels[k], f"{where}.labels.{k}"))
+                except ConfigError as exc:
+                    raise ConfigError(f"{where}.labels.{k}: {exc}") from None
+        profile = replace(profile, container_labels=(named[0], named[1], named[2]))
 
     workers = section.get("workers")
     if workers is not None:

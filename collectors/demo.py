@@ -75,6 +75,10 @@ _NOT_IN_DEMO: dict[str, str] = {
                      "apiserver_write_sli_mean_s"),
                     "the demo has no API server (see queuelens simulate --api-calls N "
                     "--apf-seats N for one)"),
+    **dict.fromkeys(("cpu_used_cores", "cpu_gomaxprocs", "cpu_sched_latency_mean_s",
+                     "cpu_sched_latency_p99_s", "cpu_limit_cores", "cpu_throttled_share"),
+                    "the demo simulates queues, not the processes' CPU: its pods expose no "
+                    "process_* or go_* series and it has no kube-state-metrics or cAdvisor"),
 }
 """The signals beyond the queue (issue 13) that the demo fleet does not model, and why."""
 

@@ -3,7 +3,7 @@
 Two readers build the same :class:`models.contract.ContractReading` (typed raw data; the
 judgement is :func:`models.contract.diagnose`'s):
 
-* :func:`read_prometheus` sends **five queries for the whole fleet** (:func:`doctor_queries`),
+* :func:`read_prometheus` sends **seven queries for the whole fleet** (:func:`doctor_queries`),
   never one per queue or per metric, all evaluated at one time over one range:
 
   - ``presence``: how many series of each contract metric exist per queue and process —
@@ -17,7 +17,16 @@ judgement is :func:`models.contract.diagnose`'s):
   - ``le``: the ``le`` texts of every histogram's buckets per process;
   - ``priorities``: per queue, the number of distinct ``priority`` values of the depth gauge
     and whether the ``exceeded_cardinality_limit`` placeholder exists;
-  - ``up``: the scrape jobs (whether anything is scraped at all).
+  - ``up``: the scrape jobs (whether anything is scraped at all);
+  - ``containers``: the kube-state-metrics and cAdvisor series (other jobs, by
+    namespace/pod/container) of the controllers' pods — ``and on (pod)`` the pods of the
+    adds counter, so the cluster's other containers are never sent — and ``pods``: which
+    namespace, pod and container each process's series name (the join,
+    :attr:`collectors.profile.Profile.container_labels`).
+
+  The ``process_*``/``go_*`` metrics (family ``runtime``) are on every Go target: their
+  presence, changes and ``le`` texts are read only for the processes that run a queue
+  (``and on (<process labels>)`` the adds counter's processes).
 
   The metric name is copied into the label ``queuelens_metric`` with ``label_replace`` before
   any range function: ``changes()`` (and, in some engines, ``last_over_time()``) drops
@@ -47,6 +56,8 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.errors import ConfigError
 from collectors.profile import (
+    CONTAINER_LABELS,
+    NOT_A_CONTAINER,
     Matcher,
     Profile,
     format_duration,
@@ -56,10 +67,12 @@ from collectors.profile import (
 from models.contract import (
     CONTRACT_METRICS,
     ApiServerPresence,
+    ContainerPresence,
     ContractMetric,
     ContractReading,
     LeSpelling,
     Presence,
+    ProcessPod,
     QueuePriorities,
     ScrapeJob,
     changes_sample,
@@ -79,7 +92,7 @@ MIN_RANGE_S = 60.0
 MAX_STEP_S = 300.0
 """A subquery step never above Prometheus's default lookback (5 m): each step's instant
 selection then sees every sample."""
-QUERY_KEYS = ("presence", "unchanged", "le", "priorities", "up")
+QUERY_KEYS = ("presence", "unchanged", "le", "priorities", "up", "containers", "pods")
 
 
 def subquery_step_s(range_s: float) -> float:
@@ -190,23 +203,34 @@ def doctor_queries(profile: Profile, range_s: float) -> dict[str, str]:
     presence: list[str] = []
     unchanged: list[str] = []
     le: list[str] = []
-    for family in ("queue", "controller", "process", "cluster"):
+    gl = ", ".join(group_labels(profile))
+    adds = profile.metrics.adds
+    owners = f" and on ({gl}) count by ({gl}) (last_over_time({adds}{profile._sel()}[{r}]))"
+    for family in ("queue", "controller", "process", "cluster", "runtime"):
         by = _by(profile, family)
+        only = owners if family == "runtime" else ""
+        select = "process" if family == "runtime" else family
         if plan.presence.get(family):
-            sel = _renamed(_family_selector(profile, family, plan.presence[family]))
-            presence.append(f"count by ({by}) (last_over_time({sel}{window}))")
+            sel = _renamed(_family_selector(profile, select, plan.presence[family]))
+            presence.append(f"count by ({by}) (last_over_time({sel}{window}){only})")
         if plan.changes.get(family):
-            sel = _renamed(_family_selector(profile, family, plan.changes[family]))
-            unchanged.append(f"(count by ({by}) (last_over_time({sel}{window})) unless "
+            sel = _renamed(_family_selector(profile, select, plan.changes[family]))
+            unchanged.append(f"(count by ({by}) (last_over_time({sel}{window}){only}) unless "
                              f"count by ({by}) (changes({sel}{window}) > 0))")
         if plan.buckets.get(family):
-            sel = _renamed(_family_selector(profile, family, plan.buckets[family]))
+            sel = _renamed(_family_selector(profile, select, plan.buckets[family]))
             le_by = ", ".join(_dedupe([NAME_LABEL, "le", *group_labels(profile)]))
-            le.append(f"count by ({le_by}) (last_over_time({sel}{window}))")
+            le.append(f"count by ({le_by}) (last_over_time({sel}{window}){only})")
     q = profile.queue_label
     proc = ", ".join(_dedupe([q, *group_labels(profile)]))
     queries = {"presence": " or ".join(presence), "unchanged": " or ".join(unchanged),
                "le": " or ".join(le)}
+    containers = _containers_query(profile, plan, window, r)
+    if containers:
+        queries["containers"] = containers
+        where = ", ".join(_dedupe([*group_labels(profile), *profile.container_labels]))
+        queries["pods"] = (f"count by ({where}) (last_over_time({adds}{profile._sel()}"
+                           f"[{r}]))")
     if plan.depth:
         named = profile._sel((Matcher("priority", "!=", ""),))
         capped = profile._sel((Matcher("priority", "=", CAPPED_PRIORITY),))
@@ -218,6 +242,32 @@ def doctor_queries(profile: Profile, range_s: float) -> dict[str, str]:
             f'label_replace({cap}, "{PART_LABEL}", "capped", "{q}", "(.*)")')
     queries["up"] = f"max by (job) (last_over_time(up{profile._sel(family='process')}{window}))"
     return {k: v for k, v in queries.items() if v}
+
+
+def _container_matchers(sample: str, profile: Profile) -> list[Matcher]:
+    """The matchers that keep a container metric's series of real containers (and, for the
+    limit, of the CPU in cores)."""
+    out = [Matcher(CONTAINER_LABELS[2], "!=", v) for v in NOT_A_CONTAINER]
+    if sample == profile.metrics.container_cpu_limit:
+        out += [Matcher("resource", "=", "cpu"), Matcher("unit", "=", "core")]
+    return out
+
+
+def _containers_query(profile: Profile, plan: _Plan, window: str, r: str) -> str | None:
+    """The kube-state-metrics and cAdvisor series of the controllers' pods, by sample,
+    cluster labels, namespace, pod and container (the cluster-family selector: those series
+    carry none of the controllers' labels)."""
+    samples = plan.presence.get("container", ())
+    if not samples:
+        return None
+    by = ", ".join(_dedupe([NAME_LABEL, *profile.cluster_labels, *CONTAINER_LABELS]))
+    terms = []
+    for sample in samples:
+        sel = profile._sel((Matcher("__name__", "=", sample),
+                            *_container_matchers(sample, profile)), "cluster")
+        terms.append(f"last_over_time({_renamed(sel)}{window})")
+    pods = profile._controller_pods(r, profile._sel())
+    return f"count by ({by}) (({' or '.join(terms)}){pods})"
 
 
 # --- building the reading -----------------------------------------------------------------
@@ -242,7 +292,9 @@ def _reading(profile: Profile, *, source: str, at: float, range_s: float,
              apiserver: Sequence[ApiServerPresence],
              apiserver_unchanged: Sequence[ApiServerPresence],
              scrape_jobs: Sequence[ScrapeJob] | None, changes_known: bool,
-             queries: Sequence[str] = (), warnings: Sequence[str] = ()) -> ContractReading:
+             queries: Sequence[str] = (), warnings: Sequence[str] = (),
+             containers: Sequence[ContainerPresence] = (),
+             pods: Sequence[ProcessPod] = ()) -> ContractReading:
     queues = {p.queue for p in present if p.queue} | {p.controller for p in present
                                                       if p.controller}
     return ContractReading(
@@ -260,6 +312,11 @@ def _reading(profile: Profile, *, source: str, at: float, range_s: float,
         apiserver_unchanged=tuple(sorted(apiserver_unchanged, key=_api_key)),
         scrape_jobs=None if scrape_jobs is None else tuple(sorted(scrape_jobs,
                                                                   key=lambda j: j.job)),
+        containers=tuple(sorted(containers, key=lambda c: (c.cluster, c.namespace, c.pod,
+                                                           c.container, c.sample))),
+        pods=tuple(sorted(set(pods), key=lambda x: (x.process, x.namespace, x.pod,
+                                                    x.container))),
+        container_labels=profile.container_labels,
         changes_known=changes_known, queries=tuple(queries), warnings=tuple(warnings))
 
 
@@ -335,10 +392,28 @@ def read_prometheus(client: PrometheusClient, profile: Profile, at: float,
                   for (q, p), parts in prio.items()]
     jobs = [ScrapeJob(job=smp.labels.get("job", ""), up=(smp.value or 0) > 0)
             for smp in (results["up"].samples if "up" in results else empty)]
+    ns, pod, ctr = CONTAINER_LABELS
+    containers = [ContainerPresence(
+        sample=smp.labels.get(NAME_LABEL, ""), namespace=smp.labels.get(ns, ""),
+        pod=smp.labels.get(pod, ""), container=smp.labels.get(ctr, ""),
+        cluster=tuple(smp.labels.get(c, "") for c in profile.cluster_labels),
+        series=_count(smp.value))
+        for smp in (results["containers"].samples if "containers" in results else empty)]
+    pods = [_process_pod(profile, smp.labels)
+            for smp in (results["pods"].samples if "pods" in results else empty)]
     return _reading(profile, source=client.source, at=at, range_s=range_s, present=present,
                     unchanged=unchanged, le=le, priorities=priorities, apiserver=api,
                     apiserver_unchanged=api_unchanged, scrape_jobs=jobs, changes_known=True,
-                    queries=tuple(queries.values()), warnings=warnings)
+                    queries=tuple(queries.values()), warnings=warnings,
+                    containers=containers, pods=pods)
+
+
+def _process_pod(profile: Profile, labels: Mapping[str, str]) -> ProcessPod:
+    """The namespace, pod and container one process's series name."""
+    ns, pod, ctr = profile.container_labels
+    return ProcessPod(process=tuple(labels.get(g, "") for g in group_labels(profile)),
+                      namespace=labels.get(ns, ""), pod=labels.get(pod, ""),
+                      container=labels.get(ctr, ""))
 
 
 # --- exposition text ----------------------------------------------------------------------
@@ -483,6 +558,11 @@ def reading_from_series(series: Iterable[ExpositionSeries], profile: Profile, *,
     plan = _plan(profile)
     matchers = {f: parse_selector(profile._sel(family=f))
                 for f in ("queue", "controller", "process", "cluster")}
+    matchers["runtime"] = matchers["process"]
+    matchers["container"] = matchers["cluster"]
+    containers: dict[ContainerPresence, int] = defaultdict(int)
+    pods: set[ProcessPod] = set()
+    c_ns, c_pod, c_ctr = CONTAINER_LABELS
     presence_of = {s: f for f, samples in plan.presence.items() for s in samples}
     changes_of = {s for samples in plan.changes.values() for s in samples}
     buckets_of = {s for samples in plan.buckets.values() for s in samples}
@@ -507,6 +587,15 @@ def reading_from_series(series: Iterable[ExpositionSeries], profile: Profile, *,
         multi = multi or len(values) > 1
         lb = s.labels
         process = tuple(lb.get(g, "") for g in gl)
+        if s.sample == profile.metrics.adds:
+            pods.add(_process_pod(profile, lb))
+        if family == "container":
+            if _matches(lb, _container_matchers(s.sample, profile)):
+                containers[ContainerPresence(
+                    sample=s.sample, namespace=lb.get(c_ns, ""), pod=lb.get(c_pod, ""),
+                    container=lb.get(c_ctr, ""),
+                    cluster=tuple(lb.get(c, "") for c in profile.cluster_labels))] += 1
+            continue
         if family == "cluster":
             if s.sample in presence_of:
                 key = ApiServerPresence(sample=s.sample, cluster=tuple(
@@ -550,7 +639,10 @@ def reading_from_series(series: Iterable[ExpositionSeries], profile: Profile, *,
     return _reading(profile, source=source, at=at, range_s=range_s, present=present,
                     unchanged=unchanged, le=spellings, priorities=priorities, apiserver=apis,
                     apiserver_unchanged=api_unchanged, scrape_jobs=None, changes_known=multi,
-                    warnings=notes)
+                    warnings=notes, pods=sorted(pods, key=lambda x: (x.process, x.pod)),
+                    containers=[ContainerPresence(c.sample, c.namespace, c.pod, c.container,
+                                                  c.cluster, n)
+                                for c, n in containers.items()])
 
 
 def reading_from_exposition(text: str, profile: Profile, *, source: str, at: float,

@@ -156,6 +156,21 @@ _CONTROLLER_RUNTIME_ONLY = ("reconcile_panics", "reconcile_timeouts", "terminal_
 """Signals beyond the queue read from controller_runtime_* (not by the component-base
 profile)."""
 
+CONTAINER_LABELS: tuple[str, str, str] = ("namespace", "pod", "container")
+"""How kube-state-metrics (``kube_pod_container_*``) and the kubelet's cAdvisor endpoint
+(``container_cpu_*``) name a container's namespace, pod and container."""
+NOT_A_CONTAINER = ("", "POD")
+"""``container`` values that are no container of the pod's spec: cAdvisor's pod-level cgroup
+(``container=""``) and the pause container (``container="POD"`` under dockershim)."""
+
+CPU_PROCESS_SIGNALS = ("cpu_used_cores", "cpu_gomaxprocs", "cpu_sched_s_per_s",
+                       "cpu_sched_count_per_s", "cpu_sched_buckets")
+"""The per-process CPU queries (process_* and go_*, keyed by the process labels)."""
+CPU_CONTAINER_SIGNALS = ("cpu_pod_containers", "cpu_limit_cores", "cpu_cfs_throttled_per_s",
+                         "cpu_cfs_periods_per_s")
+"""The per-container CPU queries (kube-state-metrics and cAdvisor, keyed by
+:data:`CONTAINER_LABELS` and the cluster labels)."""
+
 WRITE_VERBS = "POST|PUT|PATCH|DELETE|APPLY"
 """The mutating verbs: the REST client's ``method`` and the API server's ``verb`` (APPLY is
 server-side apply in ``apiserver_request_*``); admission webhooks run on these."""
@@ -331,6 +346,18 @@ class MetricNames:
     apiserver_request_duration: str = "apiserver_request_duration_seconds"
     apiserver_request_sli_duration: str = "apiserver_request_sli_duration_seconds"
     admission_webhook_duration: str = "apiserver_admission_webhook_admission_duration_seconds"
+    # the process's CPU: client_golang's process and Go collectors (controller-runtime
+    # registers both, the Go collector with every runtime metric)
+    process_cpu: str = "process_cpu_seconds_total"
+    gomaxprocs: str = "go_sched_gomaxprocs_threads"
+    sched_latency: str = "go_sched_latencies_seconds"
+    """Time goroutines spent runnable before running (runtime/metrics /sched/latencies)."""
+    # the controller's container, where the same Prometheus scrapes kube-state-metrics and
+    # the kubelet's cAdvisor endpoint (series by namespace/pod/container, other jobs)
+    container_info: str = "kube_pod_container_info"
+    container_cpu_limit: str = "kube_pod_container_resource_limits"
+    cfs_periods: str = "container_cpu_cfs_periods_total"
+    cfs_throttled_periods: str = "container_cpu_cfs_throttled_periods_total"
 
 
 METRIC_KEYS = tuple(MetricNames.__dataclass_fields__)
@@ -409,6 +436,10 @@ class Profile:
     flow_schema: str | None = None
     """With a dedicated FlowSchema: only its series of the level are read (the level's other
     flows are other clients)."""
+    container_labels: tuple[str, str, str] = CONTAINER_LABELS
+    """The labels of the controller's own series that name its namespace, pod and container
+    (the Prometheus Operator's and the kubernetes_sd examples' names): the join of its
+    container's kube-state-metrics and cAdvisor series (:data:`CONTAINER_LABELS` there)."""
 
     @property
     def has_controller_metrics(self) -> bool:
@@ -539,6 +570,7 @@ class Profile:
         ]
         out += self._beyond_queries(w, self._queue_filter(q, queues), csel, psel, proc,
                                     processes)
+        out += self._cpu_queries(w, qsel, psel, proc)
         if self.has_controller_metrics:
             out += [
                 SignalQuery("workers",
@@ -680,6 +712,79 @@ class Profile:
         return [sq if sq.signal in always else
                 replace(sq, requires=needs.get(sq.signal, (sq.metric,))) for sq in out]
 
+    def _cpu_queries(self, w: str, qsel: str, psel: str, proc: str) -> list[SignalQuery]:
+        """The controller's CPU (issue 20), optional, one query per signal for all queues:
+
+        * per process, by the process labels like ``rest_client_*``: cores in use
+          (``rate(process_cpu_seconds_total)``), GOMAXPROCS (last value in the window) and
+          the run-queue wait histogram ``go_sched_latencies_seconds`` (rates of ``_sum``,
+          ``_count`` and ``_bucket``). Every Go target has these, so each answer is kept to
+          the processes that run a queue (``and on (<process labels>)`` the adds counter's
+          processes): without it a snapshot would receive every exporter of the Prometheus;
+        * per container of the controllers' pods, from other jobs (kube-state-metrics and the
+          kubelet's cAdvisor, labels :data:`CONTAINER_LABELS`): the pods' containers
+          (``kube_pod_container_info``, which names every container, limit or not), the CPU
+          limit in cores (``max``: two kube-state-metrics replicas report the same limit) and
+          the CFS periods and throttled periods per second (``sum``: a restarted container's
+          old and new cgroup both count). Kept to the controllers' pods by ``and on (pod)``
+          (and the cluster labels): the cluster's other containers are never sent. The
+          snapshot joins them to the processes on namespace, pod and container
+          (:class:`collectors.snapshot._Containers`)."""
+        m = self.metrics
+        ns, pod, ctr = CONTAINER_LABELS
+        owners = f"count by ({proc}) (last_over_time({m.adds}{qsel}[{w}]))"
+        mine = f" and on ({proc}) {owners}"
+        keep_pods = self._controller_pods(w, qsel)
+        by = ", ".join(_unique((*self.cluster_labels, ns, pod, ctr)))
+        real = [Matcher(ctr, "!=", v) for v in NOT_A_CONTAINER]
+        ksel = self._sel(real, "cluster")
+        lsel = self._sel((*real, Matcher("resource", "=", "cpu"), Matcher("unit", "=", "core")),
+                         "cluster")
+        s = m.sched_latency
+        return [
+            SignalQuery("cpu_used_cores",
+                        f"sum by ({proc}) (rate({m.process_cpu}{psel}[{w}])){mine}",
+                        "process", m.process_cpu, (m.process_cpu,)),
+            SignalQuery("cpu_gomaxprocs",
+                        f"sum by ({proc}) (last_over_time({m.gomaxprocs}{psel}[{w}])){mine}",
+                        "process", m.gomaxprocs, (m.gomaxprocs,)),
+            SignalQuery("cpu_sched_s_per_s",
+                        f"sum by ({proc}) (rate({s}_sum{psel}[{w}])){mine}",
+                        "process", s + "_sum", (s + "_sum",)),
+            SignalQuery("cpu_sched_count_per_s",
+                        f"sum by ({proc}) (rate({s}_count{psel}[{w}])){mine}",
+                        "process", s + "_count", (s + "_count",)),
+            SignalQuery("cpu_sched_buckets",
+                        f"sum by ({proc}, le) (rate({s}_bucket{psel}[{w}])){mine}",
+                        "process_le", s + "_bucket", (s + "_bucket",)),
+            SignalQuery("cpu_pod_containers",
+                        f"count by ({by}) (last_over_time({m.container_info}{ksel}[{w}]))"
+                        f"{keep_pods}", "container", m.container_info, (m.container_info,)),
+            SignalQuery("cpu_limit_cores",
+                        f"max by ({by}) (last_over_time({m.container_cpu_limit}{lsel}[{w}]))"
+                        f"{keep_pods}", "container", m.container_cpu_limit,
+                        (m.container_cpu_limit,)),
+            SignalQuery("cpu_cfs_throttled_per_s",
+                        f"sum by ({by}) (rate({m.cfs_throttled_periods}{ksel}[{w}])){keep_pods}",
+                        "container", m.cfs_throttled_periods, (m.cfs_throttled_periods,)),
+            SignalQuery("cpu_cfs_periods_per_s",
+                        f"sum by ({by}) (rate({m.cfs_periods}{ksel}[{w}])){keep_pods}",
+                        "container", m.cfs_periods, (m.cfs_periods,)),
+        ]
+
+    def _controller_pods(self, w: str, qsel: str) -> str:
+        """`` and on (<cluster labels>, pod) <the pods of the controllers' series>``: the pod
+        label of the controllers' series (:attr:`container_labels`) copied to ``pod`` when it
+        is named otherwise."""
+        pod = CONTAINER_LABELS[1]
+        mine = self.container_labels[1]
+        on = ", ".join(_unique((*self.cluster_labels, pod)))
+        by = ", ".join(_unique((*self.cluster_labels, mine)))
+        pods = f"count by ({by}) (last_over_time({self.metrics.adds}{qsel}[{w}]))"
+        if mine != pod:
+            pods = f'label_replace({pods}, "{pod}", "$1", "{mine}", "(.+)")'
+        return f" and on ({on}) {pods}"
+
     def presence_query(self, queries: Sequence[SignalQuery]) -> str | None:
         """Which of the sample names the ``queries`` require exist (an instant selector:
         series with a sample in the last 5 minutes), as one answer keyed by ``__name__``;
@@ -702,12 +807,14 @@ class Profile:
 
     def topology_query(self, window_s: float, queues: Sequence[str] | None = None) -> str:
         """Which process (job/instance) runs which queue, in which cluster
-        (:attr:`cluster_labels`): joins the process-wide API-client metrics and the
-        cluster-wide API-server ones."""
+        (:attr:`cluster_labels`), in which namespace, pod and container
+        (:attr:`container_labels`, where the series carry them): joins the process-wide
+        API-client and CPU metrics, the cluster-wide API-server ones and the container's
+        kube-state-metrics and cAdvisor series."""
         w = format_duration(window_s)
         sel = self._sel(self._queue_filter(self.queue_label, queues))
-        extra = [lb for lb in self.cluster_labels if lb not in self.process_labels]
-        by = ", ".join((self.queue_label, *self.process_labels, *extra))
+        by = ", ".join(_unique((self.queue_label, *self.process_labels, *self.cluster_labels,
+                                *self.container_labels)))
         return f"count by ({by}) (last_over_time({self.metrics.adds}{sel}[{w}]))"
 
     def _depth_while_idle(self, window_s: float, qsel: str, csel: str) -> str:
@@ -778,6 +885,11 @@ class Profile:
                 f'max by ({q}) (label_replace({ratio}, "{q}", "$1", "{c}", "(.+)"))',
                 "queue", m.reconcile_errors))
         return out
+
+
+def _unique(labels: Iterable[str]) -> tuple[str, ...]:
+    """The labels in order, each once."""
+    return tuple(dict.fromkeys(labels))
 
 
 def component_base_profile() -> Profile:

@@ -113,6 +113,29 @@ class QueueSnapshot:
     """The same without webhook time and APF wait (apiserver_request_sli_duration_seconds)."""
     admission_webhook_mean_s: Mapping[str, float] = field(default_factory=dict)
     """Mean admission duration per webhook ``name`` in the cluster."""
+    cpu_used_cores: float | None = None
+    """rate(process_cpu_seconds_total) of the process(es) running this queue: cores in use
+    (CPU seconds per second), summed over its processes; shared by every controller of the
+    process, like the API client."""
+    cpu_gomaxprocs: float | None = None
+    """go_sched_gomaxprocs_threads (last value in the window): the cores the Go runtime runs
+    goroutines on at once, summed over the queue's processes (Go ≥ 1.25 lowers it to the
+    container's CPU limit; older Go sets the node's core count)."""
+    cpu_sched_latency_mean_s: float | None = None
+    """Mean time a goroutine waited runnable before it ran, seconds (go_sched_latencies_seconds
+    rate(_sum) ÷ rate(_count), pooled over the queue's processes): the process's CPU run
+    queue."""
+    cpu_sched_latency_p99_s: float | None = None
+    """p99 of that wait, seconds, from the bucket rates (PromQL's interpolation; the buckets
+    are about ×11 apart, so read it with its bucket in :attr:`quantile_bounds`)."""
+    cpu_limit_cores: float | None = None
+    """kube_pod_container_resource_limits{resource="cpu", unit="core"} of the controller's
+    container (kube-state-metrics), cores, summed over the queue's pods; None without a
+    limit (the reason says which)."""
+    cpu_throttled_share: float | None = None
+    """Share of the container's CFS periods in which it was throttled (cAdvisor:
+    rate(container_cpu_cfs_throttled_periods_total) ÷ rate(container_cpu_cfs_periods_total),
+    pooled over the queue's pods), 0…1."""
     external_effects_per_s: float | None = None
     unfinished_work_s: float | None = None
     unfinished_work_growth: float | None = None

@@ -36,10 +36,14 @@ from models.settings import describe_duration
 
 STATUSES: tuple[str, ...] = ("ok", "missing", "empty", "malformed")
 KINDS_OF_METRIC: tuple[str, ...] = ("counter", "gauge", "histogram")
-FAMILIES: tuple[str, ...] = ("queue", "controller", "process", "cluster")
+FAMILIES: tuple[str, ...] = ("queue", "controller", "process", "cluster", "runtime",
+                             "container")
 """Which label names a queue in a family of series: ``workqueue_*`` the queue label,
 ``controller_runtime_*`` the controller label, ``rest_client_*`` none (one series set per
-process), the API server's none of the controller's (its cluster's)."""
+process), the API server's none of the controller's (its cluster's); ``runtime``:
+``process_*``/``go_*``, per process like ``rest_client_*`` but on every Go target (read only
+for processes that run a queue); ``container``: kube-state-metrics' and cAdvisor's, keyed by
+namespace/pod/container and joined to a process on its pod."""
 
 HISTOGRAM_SUFFIXES: tuple[str, ...] = ("_bucket", "_sum", "_count")
 SHARED_FLOW_SCHEMA = "service-accounts"
@@ -99,6 +103,13 @@ CONTRACT_METRICS: tuple[ContractMetric, ...] = (
     ContractMetric("apiserver_request_duration", "histogram", "cluster"),
     ContractMetric("apiserver_request_sli_duration", "histogram", "cluster"),
     ContractMetric("admission_webhook_duration", "histogram", "cluster"),
+    ContractMetric("process_cpu", "counter", "runtime"),
+    ContractMetric("gomaxprocs", "gauge", "runtime"),
+    ContractMetric("sched_latency", "histogram", "runtime"),
+    ContractMetric("container_info", "gauge", "container"),
+    ContractMetric("container_cpu_limit", "gauge", "container"),
+    ContractMetric("cfs_periods", "counter", "container"),
+    ContractMetric("cfs_throttled_periods", "counter", "container"),
 )
 METRIC_BY_KEY: Mapping[str, ContractMetric] = {m.key: m for m in CONTRACT_METRICS}
 
@@ -118,7 +129,8 @@ class ContractSignal:
     """:class:`ContractMetric` keys; the first is the signal's own metric, the others are
     alternatives that satisfy it (older or newer generations)."""
     scope: str
-    """'queue' (one per queue: workqueue_* / controller_runtime_*), 'process', 'cluster'."""
+    """'queue' (one per queue: workqueue_* / controller_runtime_*), 'process', 'cluster',
+    'container' (the process's container, from other jobs)."""
     frameworks: frozenset[str]
     """Where the signal applies; elsewhere it is not listed."""
     what: str
@@ -270,6 +282,38 @@ CONTRACT_SIGNALS: tuple[ContractSignal, ...] = (
         "admission webhook latency (the API server's histogram, per webhook)",
         ("contention", "admission_webhook"),
         "a slow admission webhook on the controller's writes cannot be seen"),
+    # The controller's CPU (issue 20). Their needs name the cpu binding limit once
+    # models.options.BINDING_WORDS has it; until then the cost says it.
+    ContractSignal(
+        "cpu_used", ("process_cpu",), "process", ALL,
+        "CPU seconds the process used (rate: cores in use)",
+        (),
+        "the cpu binding limit cannot be named: the cores the controller uses are unknown",
+        must_move=True),
+    ContractSignal(
+        "cpu_gomaxprocs", ("gomaxprocs",), "process", ALL,
+        "GOMAXPROCS: the cores the Go runtime runs goroutines on at once",
+        (),
+        "the cpu limit's ceiling cannot be given: the cores the Go runtime may use are "
+        "unknown"),
+    ContractSignal(
+        "cpu_run_queue", ("sched_latency",), "process", ALL,
+        "time runnable goroutines waited for a core (go_sched_latencies_seconds)",
+        (),
+        "the cpu binding limit cannot be confirmed: how long runnable goroutines wait for a "
+        "core is unknown",
+        must_move=True),
+    ContractSignal(
+        "cpu_limit", ("container_cpu_limit", "container_info"), "container", ALL,
+        "the CPU limit of the controller's container (kube-state-metrics)",
+        (),
+        "the cpu limit's ceiling cannot be given from the container's CPU limit"),
+    ContractSignal(
+        "cpu_throttling", ("cfs_throttled_periods", "cfs_periods"), "container", ALL,
+        "CFS periods in which the kernel throttled the container (the kubelet's cAdvisor)",
+        (),
+        "the cpu binding limit cannot be named from throttling: whether the kernel holds the "
+        "container at its CPU quota is unknown"),
 )
 SIGNAL_BY_ID: Mapping[str, ContractSignal] = {s.id: s for s in CONTRACT_SIGNALS}
 PRIORITY_SIGNAL = ContractSignal(
@@ -345,6 +389,30 @@ class ApiServerPresence:
 
 
 @dataclass(frozen=True)
+class ContainerPresence:
+    """kube-state-metrics or cAdvisor series of one sample name for one container."""
+
+    sample: str
+    namespace: str = ""
+    pod: str = ""
+    container: str = ""
+    cluster: tuple[str, ...] = ()
+    """Values of :attr:`ContractReading.cluster_labels`, in order."""
+    series: int = 1
+
+
+@dataclass(frozen=True)
+class ProcessPod:
+    """Where one process runs: the namespace, pod and container labels of its series ('' when
+    they carry none)."""
+
+    process: tuple[str, ...]
+    namespace: str = ""
+    pod: str = ""
+    container: str = ""
+
+
+@dataclass(frozen=True)
 class ScrapeJob:
     job: str
     up: bool
@@ -380,6 +448,11 @@ class ContractReading:
     apiserver_unchanged: tuple[ApiServerPresence, ...] = ()
     scrape_jobs: tuple[ScrapeJob, ...] | None = None
     """Prometheus's scrape jobs (``up``) in the range; None when not known (exposition)."""
+    containers: tuple[ContainerPresence, ...] = ()
+    """kube-state-metrics and cAdvisor series of the controllers' pods."""
+    pods: tuple[ProcessPod, ...] = ()
+    container_labels: tuple[str, str, str] = ("namespace", "pod", "container")
+    """The labels of the controllers' series that name their namespace, pod and container."""
     changes_known: bool = True
     """False when every series has one sample (one scrape): "never changed" is not known."""
     queries: tuple[str, ...] = ()
@@ -573,6 +646,66 @@ CONTROLLER_SCRAPE_FIX = (
 )
 
 
+_GO_COLLECTOR = ("client_golang's Go collector exports it from the Go runtime's metrics "
+                 "({source}): controller-runtime registers that collector on metrics.Registry "
+                 "with every runtime metric (collectors.MetricsAll). No series: the binary "
+                 "serves a registry of its own, or its Go collector leaves the scheduler's "
+                 "metrics out, or a metric_relabel_configs rule drops go_*. On a registry of "
+                 "your own:\n"
+                 "reg.MustRegister(collectors.NewGoCollector(\n"
+                 "    collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)))")
+_RUNTIME_FIX: Mapping[str, str] = {
+    "cpu_used": (
+        "process_cpu_seconds_total comes with client_golang's process collector (Linux and "
+        "Windows): controller-runtime registers it on metrics.Registry, Kubernetes "
+        "components on component-base's legacyregistry. No series: the binary serves a "
+        "registry of its own, or a metric_relabel_configs rule drops process_*. On a "
+        "registry of your own:\n"
+        "reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))"),
+    "cpu_gomaxprocs": _GO_COLLECTOR.format(source="/sched/gomaxprocs:threads"),
+    "cpu_run_queue": _GO_COLLECTOR.format(source="/sched/latencies:seconds"),
+}
+"""The fix for a missing ``process_*``/``go_*`` signal."""
+KSM_SCRAPE_FIX = (
+    "# prometheus.yml: scrape kube-state-metrics (kube_pod_container_info and\n"
+    "# kube_pod_container_resource_limits, by namespace/pod/container)\n"
+    "- job_name: kube-state-metrics\n"
+    "  honor_labels: true   # keep its namespace/pod/container labels (not exported_pod)\n"
+    "  static_configs: [{targets: ['kube-state-metrics.kube-system.svc:8080']}]"
+)
+CADVISOR_SCRAPE_FIX = (
+    "# prometheus.yml: scrape the kubelet's cAdvisor endpoint (container_cpu_cfs_*)\n"
+    "- job_name: kubernetes-cadvisor\n"
+    "  scheme: https\n"
+    "  metrics_path: /metrics/cadvisor\n"
+    "  kubernetes_sd_configs: [{role: node}]\n"
+    "  authorization: {credentials_file: /var/run/secrets/kubernetes.io/serviceaccount/token}\n"
+    "  tls_config: {ca_file: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt}\n"
+    "# Prometheus's ServiceAccount needs a ClusterRole with\n"
+    '#   rules: [{apiGroups: [""], resources: ["nodes/metrics"], verbs: ["get"]}]\n'
+    "# cAdvisor counts CFS periods only for a container with a CPU limit (a CFS quota)."
+)
+NO_LIMIT_FIX = (
+    "nothing to scrape: the container has no CPU limit (resources.limits.cpu), so it has no "
+    "CFS quota, is never throttled and competes for the node's cores; no ceiling follows "
+    "from a limit. Set resources.limits.cpu on the controller's container to give it one "
+    "(Go 1.25+ sets GOMAXPROCS from it)."
+)
+
+
+def _pod_labels_fix(labels: Sequence[str]) -> str:
+    """Relabelling that puts namespace, pod and container on the controllers' series."""
+    ns, pod, ctr = labels
+    return ("# in the controllers' scrape job (kubernetes_sd role: pod or endpoints):\n"
+            "relabel_configs:\n"
+            f"  - {{source_labels: [__meta_kubernetes_namespace], target_label: {ns}}}\n"
+            f"  - {{source_labels: [__meta_kubernetes_pod_name], target_label: {pod}}}\n"
+            "  - {source_labels: [__meta_kubernetes_pod_container_name], target_label: "
+            f"{ctr}}}\n"
+            "# labels of other names: profile: {labels: {namespace: <label>, pod: <label>, "
+            "container: <label>}}")
+
+
 def _flow_schema_fix(controller: str) -> str:
     """The dedicated FlowSchema and level (:func:`models.flowschema.flowschema_manifest`) and
     the profile lines that make queuelens read them."""
@@ -658,6 +791,14 @@ class _Index:
             self.prio[qp.process][qp.queue] = qp
         self.cluster_pos = [reading.process_labels.index(c) for c in reading.cluster_labels
                             if c in reading.process_labels]
+        self.pods: dict[tuple[str, ...], list[ProcessPod]] = defaultdict(list)
+        for pp in reading.pods:
+            self.pods[pp.process].append(pp)
+        self.containers: dict[tuple[tuple[str, ...], str], list[ContainerPresence]] = \
+            defaultdict(list)
+        """(cluster, pod) -> its container rows."""
+        for c in reading.containers:
+            self.containers[(c.cluster, c.pod)].append(c)
 
     def family(self, sample: str) -> str:
         return METRIC_BY_KEY[self.sample_metric[sample][0]].family
@@ -715,7 +856,7 @@ class _Process:
         for r in self.rows:
             if r.sample in wanted:
                 q = r.queue if family == "queue" else r.controller
-                if family in ("process", "cluster"):
+                if family in ("process", "cluster", "runtime"):
                     q = ""
                 out[q].add(r.sample[len(name):])
         return out
@@ -983,6 +1124,10 @@ def _moved_elsewhere(p: _Process, unchanged: set[str]) -> str:
 
 
 def _empty_fix(sig: ContractSignal, name: str) -> str:
+    if METRIC_BY_KEY[sig.metrics[0]].family == "runtime":
+        return (f"{name} never changed: a running Go process uses CPU and schedules "
+                "goroutines all the time, so the series is stale — the process is stopped or "
+                "a proxy in front of /metrics serves a cached answer.")
     if sig.scope == "process":
         return (f"{name} never increased: the process made no API request in the range (idle, "
                 "or its client is not the one whose metrics are registered). Lengthen --range "
@@ -1064,6 +1209,9 @@ def _process_signal(p: _Process, sig: ContractSignal, framework: str) -> SignalR
     present = p.by_queue(key)
     window = describe_duration(ix.r.range_s)
     if not present:
+        if METRIC_BY_KEY[key].family == "runtime":
+            return _signal(sig, "missing", f"no {name} series in this process",
+                           _RUNTIME_FIX[sig.id], shown)
         if sig.id == "api_calls":
             fix = _REST_FIX.get(framework, _REST_FIX[CLIENT_GO])
             detail = f"no {name} series in this process"
@@ -1097,6 +1245,60 @@ def _process_signal(p: _Process, sig: ContractSignal, framework: str) -> SignalR
     if framework == CONTROLLER_RUNTIME and sig.id in REST_OPT_IN:
         detail += " (opted in with metrics.RegisterRESTClientMetrics)"
     return _signal(sig, "ok", detail, None, shown)
+
+
+def _container_signal(p: _Process, sig: ContractSignal) -> SignalReport:
+    """The CPU limit or the throttling of the process's container: its kube-state-metrics or
+    cAdvisor series, joined on the pod (and the namespace and container where the process's
+    series carry them). The container is the one the controller's series name, else the
+    pod's only one; a pod of several containers is not summed (a sidecar's limit is not the
+    controller's: the rule of :class:`collectors.snapshot._Containers`)."""
+    ix = p.ix
+    r = ix.r
+    _, pod_l, ctr_l = r.container_labels
+    own = {"cpu_limit": "container_cpu_limit", "cpu_throttling": "cfs_periods"}[sig.id]
+    sample = ix.name(own)
+    info = ix.name("container_info")
+    shown = (f'{sample}{{resource="cpu"}}' if sig.id == "cpu_limit"
+             else f"{ix.name('cfs_throttled_periods')}, {sample}")
+    scrape = KSM_SCRAPE_FIX if sig.id == "cpu_limit" else CADVISOR_SCRAPE_FIX
+    pods = [pp for pp in ix.pods.get(p.key, []) if pp.pod]
+    if not pods:
+        return _signal(sig, "missing", f"the controller's series carry no {pod_l!r} label: "
+                       "its container's series (other jobs, by namespace/pod/container) "
+                       "cannot be joined", _pod_labels_fix(r.container_labels), shown)
+    cluster = ix.cluster_of(p.key) if r.cluster_labels else ()
+    found: list[str] = []
+    for pp in sorted(pods, key=lambda x: (x.namespace, x.pod, x.container)):
+        rows = [c for c in ix.containers.get((cluster, pp.pod), [])
+                if not pp.namespace or c.namespace == pp.namespace]
+        where = f"pod {pp.namespace}/{pp.pod}" if pp.namespace else f"pod {pp.pod}"
+        ctr = pp.container
+        if not ctr:
+            names = sorted({c.container for c in rows if c.sample == info})
+            if len(names) > 1:
+                return _signal(sig, "missing", f"{where} has {len(names)} containers "
+                               f"({_listed(names)}) and the controller's series carry no "
+                               f"{ctr_l!r} label: the controller's container cannot be told",
+                               _pod_labels_fix(r.container_labels), shown)
+            if not names:
+                has = any(c.sample == sample for c in rows)
+                detail = (f"no {info} series for {where}: which of its containers is the "
+                          f"controller's is unknown (the controller's series carry no "
+                          f"{ctr_l!r} label)")
+                return _signal(sig, "missing", detail, (_pod_labels_fix(r.container_labels)
+                                                        if has else KSM_SCRAPE_FIX), shown)
+            ctr = names[0]
+        mine = [c for c in rows if c.container == ctr]
+        if not any(c.sample == sample for c in mine):
+            if any(c.sample == info for c in mine):
+                return _signal(sig, "missing", f"container {ctr!r} of {where} has no CPU "
+                               "limit (kube-state-metrics shows the container, no limit)",
+                               NO_LIMIT_FIX, shown)
+            return _signal(sig, "missing", f"no {sample} series for container {ctr!r} of "
+                           f"{where}", scrape, shown)
+        found.append(f"container {ctr!r} of {where}")
+    return _signal(sig, "ok", f"{sample} for {_listed(found)}", None, shown)
 
 
 def _labels_text(labels: Sequence[str], values: Sequence[str]) -> str:
@@ -1250,7 +1452,9 @@ def _process_report(ix: _Index, key: tuple[str, ...]) -> ProcessReport:
     for sig in CONTRACT_SIGNALS:
         if framework not in sig.frameworks or sig.scope == "cluster":
             continue
-        if sig.id == "worker_count":
+        if sig.scope == "container":
+            signals.append(_container_signal(p, sig))
+        elif sig.id == "worker_count":
             signals.append(_worker_count(p, sig, framework, marks))
         elif sig.id == "failure_kinds":
             signals.append(_failure_kinds(p, sig, marks))

@@ -5,7 +5,7 @@ present, missing, empty or malformed, what was detected, what each gap costs, an
                      [--selector '{...}'] [--timeout 30s] [--deadline 10m]
                      [--format table|json]
 
-Reads what exists in five queries for the whole fleet (:mod:`collectors.doctor`) — or the demo
+Reads what exists in seven queries for the whole fleet (:mod:`collectors.doctor`) — or the demo
 fleet's metrics as exposition text — and judges it against the contract
 (:func:`models.contract.diagnose`). JSON: ``{"source", "at", "range_s", "selector", "summary",
 "processes": [{"labels", "queues": [{"name", "missing", "empty", "malformed", "priorities"}],

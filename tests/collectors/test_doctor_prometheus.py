@@ -303,8 +303,17 @@ def _sig(process: ProcessReport, name: str) -> SignalReport:
     return next(s for s in process.signals if s.signal == name)
 
 
+CPU_SIGNALS = frozenset({"cpu_used", "cpu_gomaxprocs", "cpu_run_queue", "cpu_limit",
+                         "cpu_throttling"})
+"""The controller's CPU (issue 20): this fixture has no process_*, go_*, kube-state-metrics
+or cAdvisor series (tests/collectors/test_cpu_prometheus.py reads them)."""
+
+
 def _statuses(process: ProcessReport) -> dict[str, str]:
-    return {s.signal: s.status for s in process.signals}
+    """The statuses of the signals beyond the CPU ones, which are all missing here."""
+    out = {s.signal: s.status for s in process.signals}
+    assert {out.pop(k) for k in CPU_SIGNALS} == {"missing"}
+    return out
 
 
 def _json_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
@@ -334,7 +343,7 @@ def test_an_empty_prometheus_says_nothing_is_scraped(
     assert "kubernetes_sd_configs" in wq["fix"]
     assert signals["apiserver_series"]["status"] == "missing"
     assert "job_name: kubernetes-apiservers" in signals["apiserver_series"]["fix"]
-    assert len(out["queries"]) == 5  # type: ignore[arg-type]
+    assert len(out["queries"]) == 7  # type: ignore[arg-type]
 
 
 def test_an_empty_prometheus_table_exits_0(empty_prometheus: PrometheusProcess) -> None:
@@ -347,9 +356,19 @@ def test_an_empty_prometheus_table_exits_0(empty_prometheus: PrometheusProcess) 
 # --- (2) the fixture processes --------------------------------------------------------------
 
 
-def test_five_queries_for_the_whole_fleet() -> None:
+def test_seven_queries_for_the_whole_fleet() -> None:
     queries = doctor_queries(Profile(selector=parse_selector('{name="x"}')), RANGE_S)
-    assert list(queries) == ["presence", "unchanged", "le", "priorities", "up"]
+    assert list(queries) == ["presence", "unchanged", "le", "containers", "pods",
+                             "priorities", "up"]
+    # process_* and go_* only of the processes that run a queue; the containers only of
+    # the controllers' pods (the selector's queue matcher reaches the adds counter)
+    assert ('{__name__=~"process_cpu_seconds_total|go_sched_gomaxprocs_threads|'
+            in queries["presence"])
+    assert ('and on (job, instance, pod) count by (job, instance, pod) (last_over_time('
+            'workqueue_adds_total{name="x"}[3600s]))') in queries["presence"]
+    assert ('and on (pod) count by (pod) (last_over_time(workqueue_adds_total{name="x"}'
+            '[3600s]))') in queries["containers"]
+    assert 'resource="cpu", unit="core"' in queries["containers"]
     # the selector reaches each family by its own label, as every other query does
     assert 'controller="x", __name__=~' in queries["presence"]
     assert '{name="x", __name__=~"workqueue_adds_total|workqueue_depth|' in queries["presence"]

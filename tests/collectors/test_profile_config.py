@@ -378,3 +378,22 @@ def test_a_selector_on_the_queue_label_reaches_each_family_by_its_own_label() ->
     assert 'name="endpoints"' in p.topology_query(300)
     c = Profile(selector=parse_selector('{controller=~"end.*"}'))
     assert 'name=~"end.*"' in {sq.signal: sq.promql for sq in c.queries(300)}["throughput_per_s"]
+
+
+def test_the_container_labels_and_cpu_metric_names_are_configurable() -> None:
+    cfg = parse_config("profile:\n  labels: {pod: kubernetes_pod_name}\n  metrics:\n"
+                       "    container_cpu_limit: kube_pod_container_resource_limits_cpu_cores\n"
+                       "    process_cpu: my_process_cpu_seconds_total\n")
+    p = cfg.profile
+    assert p.container_labels == ("namespace", "kubernetes_pod_name", "container")
+    queries = {sq.signal: sq.promql for sq in p.queries(300)}
+    # the controllers' pod label is copied to kube-state-metrics' and cAdvisor's "pod"
+    assert ('and on (pod) label_replace(count by (kubernetes_pod_name) (last_over_time('
+            'workqueue_adds_total[300s])), "pod", "$1", "kubernetes_pod_name", "(.+)")'
+            ) in queries["cpu_limit_cores"]
+    assert "kube_pod_container_resource_limits_cpu_cores{" in queries["cpu_limit_cores"]
+    assert queries["cpu_used_cores"].startswith(
+        "sum by (job, instance, pod) (rate(my_process_cpu_seconds_total[300s]))")
+    assert "kubernetes_pod_name" in p.topology_query(300)
+    with pytest.raises(ConfigError, match=r"profile\.labels\.container"):
+        parse_config("profile: {labels: {container: 'not a label'}}")

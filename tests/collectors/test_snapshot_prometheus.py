@@ -167,9 +167,10 @@ def test_query_count_does_not_grow_with_queue_count(scale_prometheus: Prometheus
     # the topology and the scrape-interval lookback: no API-server or opt-in REST-client
     # series here, so those queries are not sent
     # 23 core queries + the presence query + topology + lookback; the 17 queries of the
-    # API server and the opt-in metrics are not sent (40 with them)
+    # API server and the opt-in metrics and the 9 of the controller's CPU are not sent (49
+    # with them)
     assert counts["small"] == 26
-    assert len(Profile().queries(WINDOW_S)) == 40
+    assert len(Profile().queries(WINDOW_S)) == 49
 
 
 def test_selector_with_quote_and_backslash_selects_only_that_queue(

@@ -16,10 +16,12 @@ from models.contract import (
     PRIORITY_SIGNAL,
     STATUSES,
     ApiServerPresence,
+    ContainerPresence,
     ContractReading,
     DoctorReport,
     LeSpelling,
     Presence,
+    ProcessPod,
     ProcessReport,
     QueuePriorities,
     SignalReport,
@@ -61,6 +63,30 @@ def _rest_rows(process: tuple[str, ...] = PROC, opt_in: bool = True) -> list[Pre
     return [Presence(s, "", "", process) for k in keys for s in samples_of(k, NAMES[k])]
 
 
+SCHED_LE = ("6.399999999999999e-08", "6.399999999999999e-07", "7.167999999999999e-06",
+            "8.191999999999999e-05", "0.0009175039999999999", "0.010485759999999998",
+            "0.11744051199999998", "+Inf")
+"""go_sched_latencies_seconds' bounds as controller-runtime v0.24.1 exposes them (the
+reference exposition)."""
+
+
+def _cpu_rows(process: tuple[str, ...] = PROC) -> list[Presence]:
+    """process_cpu_seconds_total and the Go collector's scheduler metrics of one process."""
+    return [Presence(s, "", "", process) for k in ("process_cpu", "gomaxprocs", "sched_latency")
+            for s in samples_of(k, NAMES[k])]
+
+
+def _containers(pod: str = "op-0", ns: str = "ops", names: tuple[str, ...] = ("manager",),
+                limited: tuple[str, ...] = ("manager",)) -> list[ContainerPresence]:
+    """kube-state-metrics' container info (every container) and CPU limit (the limited ones),
+    cAdvisor's CFS counters (only under a limit: a quota)."""
+    out = [ContainerPresence(NAMES["container_info"], ns, pod, c) for c in names]
+    for c in limited:
+        out += [ContainerPresence(NAMES[k], ns, pod, c)
+                for k in ("container_cpu_limit", "cfs_periods", "cfs_throttled_periods")]
+    return out
+
+
 def _le(process: tuple[str, ...] = PROC, texts: tuple[str, ...] = GO_LE,
         keys: tuple[str, ...] = ("queue_duration", "work_duration")) -> list[LeSpelling]:
     return [LeSpelling(NAMES[k] + "_bucket", t, process) for k in keys for t in texts]
@@ -73,8 +99,12 @@ def _reading(**kw: object) -> ContractReading:
 
 
 def _cr_reading(**kw: object) -> ContractReading:
-    present = [*_queue_rows("widget"), *_controller_rows("widget"), *_rest_rows()]
-    base: dict[str, object] = {"present": tuple(present), "le": tuple(_le())}
+    present = [*_queue_rows("widget"), *_controller_rows("widget"), *_rest_rows(),
+               *_cpu_rows()]
+    base: dict[str, object] = {
+        "present": tuple(present),
+        "le": (*_le(), *_le(texts=SCHED_LE, keys=("sched_latency",))),
+        "pods": (ProcessPod(PROC, "ops", "op-0"),), "containers": tuple(_containers())}
     base.update(kw)
     return _reading(**base)
 
@@ -396,3 +426,85 @@ def test_every_need_of_the_contract_exists() -> None:
                     or (need.startswith("plan.") and need[5:] in plan_fields)), (sig.id, need)
         for key in sig.metrics:
             assert key in METRIC_BY_KEY, (sig.id, key)
+
+
+# --- the controller's CPU (issue 20) ----------------------------------------------------------
+
+
+def test_without_the_go_collectors_the_cpu_signals_are_missing_with_the_register_call() -> None:
+    present = [*_queue_rows("widget"), *_controller_rows("widget"), *_rest_rows()]
+    p = _only(diagnose(_cr_reading(present=tuple(present), le=tuple(_le()))))
+    used = _sig(p, "cpu_used")
+    assert used.status == "missing"
+    assert used.detail == "no process_cpu_seconds_total series in this process"
+    assert "collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})" in (used.fix or "")
+    assert used.cost.startswith("the cpu binding limit cannot be named")
+    for signal, source in (("cpu_gomaxprocs", "/sched/gomaxprocs:threads"),
+                           ("cpu_run_queue", "/sched/latencies:seconds")):
+        s = _sig(p, signal)
+        assert s.status == "missing"
+        assert source in (s.fix or "")
+        assert "collectors.MetricsScheduler" in (s.fix or "")
+    assert "ceiling cannot be given" in _sig(p, "cpu_gomaxprocs").cost
+
+
+def test_a_run_queue_histogram_without_inf_is_malformed() -> None:
+    le = (*_le(), *_le(texts=SCHED_LE[:-1], keys=("sched_latency",)))
+    s = _sig(_only(diagnose(_cr_reading(le=le))), "cpu_run_queue")
+    assert s.status == "malformed"
+    assert "no +Inf bucket in go_sched_latencies_seconds_bucket" in s.detail
+
+
+def test_a_cpu_counter_that_never_moved_is_empty() -> None:
+    stale = (Presence(NAMES["process_cpu"], "", "", PROC),)
+    s = _sig(_only(diagnose(_cr_reading(unchanged=stale))), "cpu_used")
+    assert s.status == "empty"
+    assert "stale" in (s.fix or "")
+
+
+def test_the_container_is_joined_on_the_pod_and_its_namespace() -> None:
+    # the same pod name in another namespace has no limit: not this controller's
+    other = _containers(ns="elsewhere", limited=())
+    p = _only(diagnose(_cr_reading(containers=(*_containers(), *other))))
+    limit = _sig(p, "cpu_limit")
+    assert limit.status == "ok"
+    assert limit.detail == ("kube_pod_container_resource_limits for container 'manager' of "
+                            "pod ops/op-0")
+    assert _sig(p, "cpu_throttling").status == "ok"
+
+
+def test_the_pod_label_is_needed_to_join_the_container() -> None:
+    p = _only(diagnose(_cr_reading(pods=(ProcessPod(PROC),))))
+    for signal in ("cpu_limit", "cpu_throttling"):
+        s = _sig(p, signal)
+        assert s.status == "missing"
+        assert "carry no 'pod' label" in s.detail
+        assert "target_label: pod" in (s.fix or "")
+
+
+def test_several_containers_need_the_container_label() -> None:
+    rows = tuple(_containers(names=("manager", "kube-rbac-proxy"),
+                             limited=("manager", "kube-rbac-proxy")))
+    p = _only(diagnose(_cr_reading(containers=rows)))
+    s = _sig(p, "cpu_limit")
+    assert s.status == "missing"
+    assert "pod ops/op-0 has 2 containers (kube-rbac-proxy, manager)" in s.detail
+    assert "__meta_kubernetes_pod_container_name" in (s.fix or "")
+    # named by the controller's series: that container, the sidecar ignored
+    named = (ProcessPod(PROC, "ops", "op-0", "manager"),)
+    p = _only(diagnose(_cr_reading(containers=rows, pods=named)))
+    assert _sig(p, "cpu_limit").status == "ok"
+
+
+def test_a_container_without_a_limit_and_unscraped_exporters() -> None:
+    p = _only(diagnose(_cr_reading(containers=tuple(_containers(limited=())))))
+    limit = _sig(p, "cpu_limit")
+    assert limit.status == "missing"
+    assert "has no CPU limit" in limit.detail
+    assert "resources.limits.cpu" in (limit.fix or "")
+    p = _only(diagnose(_cr_reading(containers=())))
+    limit, throttling = _sig(p, "cpu_limit"), _sig(p, "cpu_throttling")
+    assert "job_name: kube-state-metrics" in (limit.fix or "")
+    assert "honor_labels: true" in (limit.fix or "")
+    # no kube-state-metrics: which container is the controller's is unknown
+    assert "no kube_pod_container_info series for pod ops/op-0" in throttling.detail
