@@ -6,9 +6,11 @@ controller / REST-client metrics — used both by :func:`render_openmetrics` (fo
 ``promtool tsdb create-blocks-from openmetrics``) and by the live exporter
 (:mod:`collectors.exporter`). Every series also carries ``pod``, standing in for the target
 label a Kubernetes scrape adds: it says which process (and so which API client) a queue runs in.
-:func:`simulated_families` writes simulated controllers, and the API server of one whose
-server side was modelled (``job="apiserver"``, the metric names, labels, buckets and help
-texts of k8s.io/apiserver 1.37, or 1.36 with its hidden pre-1.37 APF gauges).
+:func:`simulated_families` writes simulated controllers (with their process's
+``process_cpu_seconds_total`` and ``go_sched_*`` series when the CPU was modelled), and the
+API server of one whose server side was modelled (``job="apiserver"``, the metric names,
+labels, buckets and help texts of k8s.io/apiserver 1.37, or 1.36 with its hidden pre-1.37 APF
+gauges).
 
 OpenMetrics rules honoured (promtool 2.42): timestamps in seconds, ascending within each
 series, one value per timestamp, families contiguous, a ``+Inf`` bucket, no blank lines,
@@ -121,6 +123,15 @@ HELP = {
     "operation. Additional labels specify whether the request was rejected or not and an HTTP "
     "status code. Codes greater than 600 are truncated to 600, to keep the metrics cardinality "
     "bounded.",
+    # the process (client_golang's process and Go collectors, as a controller-runtime v0.24.1
+    # binary shows them: /work/shared/reference/expositions)
+    "process_cpu_seconds": "Total user and system CPU time spent in seconds.",
+    "go_sched_gomaxprocs_threads": "The current runtime.GOMAXPROCS setting, or the number of "
+    "operating system threads that can execute user-level Go code simultaneously. Sourced from "
+    "/sched/gomaxprocs:threads.",
+    "go_sched_latencies_seconds": "Distribution of the time goroutines have spent in the "
+    "scheduler in a runnable state before actually running. Bucket counts increase "
+    "monotonically. Sourced from /sched/latencies:seconds.",
     "external_dns_provider_requests": "Requests the controller sent to the DNS provider API "
     "(demo: the external effects of the dnsrecord queue), by result",
 }
@@ -163,7 +174,8 @@ def simulated_families(
 ) -> list[Family]:
     """The series of simulated controllers — (queue name, pod, scraped metrics) each, every
     controller in its own process — at ``start`` + their scrape times: the families a
-    controller-runtime manager exposes (:mod:`models.scrape` says what each one counts), and,
+    controller-runtime manager exposes (:mod:`models.scrape` says what each one counts; the
+    process's CPU series carry only ``pod``: they are the process's, not a controller's), and,
     for a controller whose API server was modelled, that server's (``job="apiserver"``, no
     ``pod``): its APF priority level ``priority_level`` / ``flow_schema`` (the defaults are
     where every ServiceAccount outside kube-system lands), and its request and admission
@@ -209,9 +221,11 @@ def simulated_families(
         for fam, key in (("workqueue_unfinished_work_seconds", "unfinished_work_s"),
                          ("workqueue_longest_running_processor_seconds", "longest_running_s")):
             add(fam, "gauge", [Series(fam, wq, m.gauges[key], t)])
+        results = ("success", "error", *(("requeue_after",) if "reconcile_requeue_after"
+                                          in m.counters else ()))
         add("controller_runtime_reconcile", "counter", [
             Series("controller_runtime_reconcile_total", {**cr, "result": result},
-                   m.counters[f"reconcile_{result}"], t) for result in ("success", "error")])
+                   m.counters[f"reconcile_{result}"], t) for result in results])
         add("controller_runtime_reconcile_errors", "counter", [
             Series("controller_runtime_reconcile_errors_total", cr,
                    m.counters["reconcile_error"], t)])
@@ -250,6 +264,14 @@ def simulated_families(
             _server_families(add, m.server, t, {"job": APISERVER_JOB, **extra},
                              apiserver_generation, priority_level, flow_schema, api_resource,
                              webhook_name)
+        if "process_cpu_seconds" in m.counters:  # the process's CPU (per pod, no controller)
+            proc = {"pod": pod, **extra}
+            add("process_cpu_seconds", "counter", [Series(
+                "process_cpu_seconds_total", proc, m.counters["process_cpu_seconds"], t)])
+            add("go_sched_gomaxprocs_threads", "gauge", [Series(
+                "go_sched_gomaxprocs_threads", proc, m.gauges["gomaxprocs"], t)])
+            add("go_sched_latencies_seconds", "histogram", _scraped_histogram(
+                "go_sched_latencies_seconds", proc, m.histograms["sched_latencies"], t))
     return list(fams.values())
 
 

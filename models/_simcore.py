@@ -29,6 +29,12 @@ takes the very same steps as without it. One approximation: a request that times
 APF queue is fed to the Retry-After tracker when it is queued (at its time-out time), so a
 drop of an earlier second processed later counts in that second.
 
+The stations of a pass (the lock, the connection pool, the CPU cores; see "the stations"
+below) and polling (``RequeueAfter``) were written for the compiled loop directly, with no
+interpreted twin: with them off the loop takes the very steps it took without them (the lock
+is the station code with one slot, the same arithmetic), which the simulator's tests check
+against runs recorded before they existed.
+
 A loop runs until it finishes or until one more event might need what it does not have (a
 fresh block of random numbers, the next arrival block, a larger array); it then saves its
 scalars in a one-row state record and returns ``NEED``. The Python driver refills or grows
@@ -95,6 +101,8 @@ HEAP = np.dtype([("t", np.float64), ("kind", np.int64), ("key", np.int64)])
 COMPLETION, RETRY, BURST = _i64(0), _i64(1), _i64(2)
 CALL, WORKER_UP, WORKER_DOWN = _i64(3), _i64(4), _i64(5)
 """The pass of key k makes its next API call; one worker joins; one worker leaves."""
+STAGE = _i64(6)
+"""The pass of key k reaches its next station (the pool or the CPU) after its first one."""
 SENTINEL = _i64(-1)  # the (inf, -1) entry that keeps the simulator's heap non-empty
 
 # --- per-key records ---------------------------------------------------------------------------
@@ -106,6 +114,9 @@ KEYREC = np.dtype([
     # the current call, the time of the object version the pass has seen, and when the
     # current call's first attempt left the client's token bucket
     ("attempt", np.int64), ("seen", np.float64), ("first", np.float64),
+    # the stations of a pass after its first one (pool, CPU): the next station, the pass's
+    # service time and its coherency-stretched rest
+    ("stage", np.int64), ("sv", np.float64), ("rest", np.float64),
 ])
 EMPTY = -1
 DIRTY, PROC, WAIT, PEN = 1, 2, 4, 8  # dirty (add time valid), processing, retry waiting, penalised
@@ -121,6 +132,8 @@ TRACE_KINDS = ("arrival", "coalesced", "start", "success", "failure", "retry-rea
 LOG = np.dtype([("t", np.float64), ("kind", np.int64), ("value", np.float64)])
 LOG_ADD, LOG_GET, LOG_OK, LOG_FAIL_DELAY, LOG_FAIL_NOW, LOG_CALL = (
     _i64(LOG_KINDS.index(name)) for name in ("add", "get", "ok", "fail_delay", "fail_now", "call"))
+LOG_OK_AFTER, LOG_CPU_WAIT, LOG_CPU_RUN = (
+    _i64(LOG_KINDS.index(name)) for name in ("ok_after", "cpu_wait", "cpu_run"))
 """The record kinds of :data:`models.scrape.LOG_KINDS` (defined there)."""
 ALOG = ATTEMPT_LOG
 """One record per API request attempt when the API server side is modelled
@@ -159,6 +172,10 @@ SIM_PARAMS = np.dtype([
     ("apf_wait_limit", np.float64), ("apf_ra", np.float64), ("bg_lat", np.float64),
     ("max_retries", np.int64), ("hook_lat", np.float64), ("hook_k", np.int64),
     ("n_objects", np.int64), ("horizon", np.float64),
+    # the stations beyond the lock (the pool's and the CPU's fractions; off at 0), the
+    # RequeueAfter period (0: none) and the metric-log records one event may write
+    ("pool_f", np.float64), ("cpu_f", np.float64), ("poll", np.float64),
+    ("log_need", np.int64),
 ])
 SIM_STATE = np.dtype([
     # positions in the input blocks
@@ -175,7 +192,7 @@ SIM_STATE = np.dtype([
     ("depth_corr", np.float64), ("busy_area", np.float64), ("work_sum", np.float64),
     ("dtok", np.float64), ("dlast", np.float64),
     # workers in a pass, workers due to leave, the lock, API calls, the metric log
-    ("busy", np.int64), ("retire", np.int64), ("lock_free", np.float64),
+    ("busy", np.int64), ("retire", np.int64),
     ("lock_wait", np.float64), ("lock_n", np.int64), ("api_wait", np.float64),
     ("api_n", np.int64), ("nlog", np.int64),
     # the API server side (read and written in place, never cached in locals): attempts
@@ -187,6 +204,10 @@ SIM_STATE = np.dtype([
     ("apf_rej_to", np.int64), ("apf_busy", np.float64), ("hook_n", np.int64),
     ("hook_wait", np.float64), ("hook_sum", np.float64), ("ibg", np.int64),
     ("rq_head", np.int64), ("rq_len", np.int64), ("nalog", np.int64), ("nslog", np.int64),
+    # the pool and the CPU (read and written in place): waits and counts per pass (the
+    # lock's are lock_wait, lock_n above), CPU seconds run in the window, RequeueAfters
+    ("pool_wait", np.float64), ("pool_n", np.int64), ("cpu_wait", np.float64),
+    ("cpu_n", np.int64), ("cpu_busy", np.float64), ("requeue_n", np.int64),
 ])
 
 
@@ -279,6 +300,7 @@ def _copy_record(dst: Arr, i: int, src: Arr, j: int) -> None:
     d.add, d.start, d.wait, d.prev = r.add, r.start, r.wait, r.prev
     d.calls = r.calls
     d.attempt, d.seen, d.first = r.attempt, r.seen, r.first
+    d.stage, d.sv, d.rest = r.stage, r.sv, r.rest
 
 
 @_jit
@@ -540,6 +562,72 @@ def _background_upto(st: Arr, prm: Arr, x: float, bg: Arr, seats: Arr, ring: Arr
     S.ibg = i
 
 
+# === the stations of a pass: the lock, the connection pool, the CPU ============================
+#
+# One mechanism, three uses: a FIFO over k slots, the slots a min-heap of their free times (as
+# the webhook's). A request at x is granted at max(x, the earliest free time) and holds that
+# slot ``hold`` seconds — exact FIFO when the requests are taken in time order (the
+# Kiefer–Wolfowitz recursion). The lock is k = 1 (a one-element heap: g = max(x, free),
+# free = g + hold, the arithmetic it always had), the pool k = its size, the CPU k = the cores.
+
+LOCK, POOL, CPU = _i64(0), _i64(1), _i64(2)
+NO_STATION = _i64(-1)
+
+
+@_jit
+def _take(slots: Arr, x: float, hold: float) -> float:
+    """A request at x for one of the slots, held ``hold`` seconds: returns its grant time."""
+    f = slots[0]
+    g = x if x > f else f
+    _fheap_replace(slots, g + hold)
+    return g
+
+
+@_jit
+def _next_station(prm: Arr, j: int, sv: float) -> int:
+    """The station after ``j`` (NO_STATION: before the first) that a pass of service time
+    ``sv`` goes through (its part F·sv is positive): lock, then pool, then CPU."""
+    P = prm[0]
+    if j < LOCK and P.lock_f * sv > 0:
+        return LOCK
+    if j < POOL and P.pool_f * sv > 0:
+        return POOL
+    if j < CPU and P.cpu_f * sv > 0:
+        return CPU
+    return NO_STATION
+
+
+@_jit
+def _enter(st: Arr, prm: Arr, j: int, lock: Arr, pool: Arr, cpu: Arr, x: float, sv: float,
+           counted: bool, lg: Arr, nlog: int) -> tuple[float, int]:
+    """A pass (of service time ``sv``; ``counted``: it started in the window) asks station
+    ``j`` at x for its part F·sv: returns when it leaves the station and the log's fill. The
+    CPU's grant and part go to the metric log (the scheduler latency and the CPU seconds)."""
+    S, P = st[0], prm[0]
+    if j == LOCK:
+        hold = P.lock_f * sv
+        g = _take(lock, x, hold)
+        if counted:
+            S.lock_wait += g - x
+            S.lock_n += 1
+    elif j == POOL:
+        hold = P.pool_f * sv
+        g = _take(pool, x, hold)
+        if counted:
+            S.pool_wait += g - x
+            S.pool_n += 1
+    else:
+        hold = P.cpu_f * sv
+        g = _take(cpu, x, hold)
+        if counted:
+            S.cpu_wait += g - x
+            S.cpu_n += 1
+        S.cpu_busy += _overlap(g, g + hold, P.warmup, P.horizon)
+        nlog = _log(lg, nlog, P.log_on, g, LOG_CPU_WAIT, g - x)
+        nlog = _log(lg, nlog, P.log_on, g, LOG_CPU_RUN, hold)
+    return g + hold, nlog
+
+
 # === the simulator's event loop ================================================================
 
 @_jit
@@ -679,9 +767,10 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
              q: Arr, at: Arr, ak: Arr, svc: Arr, u: Arr, jit: Arr,
              wh: Arr, wf: Arr, dep: Arr, tr: Arr, lg: Arr,
              seats: Arr, ring: Arr, hooks: Arr, commits: Arr, bg: Arr, trk: Arr, hu: Arr,
-             hc: Arr, alog: Arr, slog: Arr) -> int:
+             hc: Arr, alog: Arr, slog: Arr, lockh: Arr, poolh: Arr, cpuh: Arr) -> int:
     """The event loop of ``models.simulate`` (see there for the model and the comments on each
-    step); resumes from ``st`` and saves into it. Returns DONE, NEED or OVERFLOW."""
+    step); resumes from ``st`` and saves into it. Returns DONE, NEED or OVERFLOW. ``lockh``,
+    ``poolh``, ``cpuh``: the free times of the lock (one), the pool's slots and the cores."""
     P = prm[0]
     W, p_fail, fw0, fw1 = P.warmup, P.p_fail, P.fw0, P.fw1
     mean_s, dq, dburst = P.mean_s, P.dq, P.dburst
@@ -689,6 +778,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
     ext_on, lock_f, sigma, kappa = P.ext_on, P.lock_f, P.sigma, P.kappa
     n_calls, call_lat, aq, aburst, log_on = P.n_calls, P.call_lat, P.aq, P.aburst, P.log_on
     srv_on = P.srv_on
+    poll, log_need = P.poll, P.log_need
     jittered = lim[0].jitter != J_NONE
     decorrelated = lim[0].jitter == J_DECORRELATED
     base = lim[0].base
@@ -702,8 +792,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
     nwh, nwf, ndep, ntr = S.nwh, S.nwf, S.ndep, S.ntr
     depth_corr, busy_area, work_sum = S.depth_corr, S.busy_area, S.work_sum
     dtok, dlast = S.dtok, S.dlast
-    busy, retire, lock_free, lock_wait, lock_n = S.busy, S.retire, S.lock_free, S.lock_wait, \
-        S.lock_n
+    busy, retire = S.busy, S.retire
     api_wait, api_n, nlog = S.api_wait, S.api_n, S.nlog
     qmask = q.size - 1
     status = DONE
@@ -713,7 +802,8 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
         if (ia >= at.size or isv >= svc.size or iu >= u.size or ij >= jit.size
                 or 2 * (n_used + 2) > tab.size or hn + 2 > heap.size or qn + 2 > q.size
                 or nwh >= wh.size or nwf >= wf.size or ndep >= dep.size
-                or (ntr + 2 > tr.size and ntr < n_trace) or (log_on and nlog + 3 > lg.size)
+                or (ntr + 2 > tr.size and ntr < n_trace)
+                or (log_on and nlog + log_need > lg.size)
                 or (srv_on and log_on and S.nalog + 2 > alog.size)):
             status = NEED
             break
@@ -813,8 +903,21 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
                     if r.flags & PEN and forget:
                         r.fails = 0  # Forget: the failure count (and jitter memory) go
                         r.flags &= ~PEN
-                    ntr = _trace(tr, ntr, n_trace, t, T_SUCCESS, k, 0.0)
-                    nlog = _log(lg, nlog, log_on, t, LOG_OK, ts)
+                    if poll > 0:
+                        # Result{RequeueAfter: P}: Forget (above), then AddAfter(k, P) — the
+                        # delaying queue keeps the earliest ready time, as for a retry
+                        ntr = _trace(tr, ntr, n_trace, t, T_SUCCESS, k, poll)
+                        nlog = _log(lg, nlog, log_on, t, LOG_OK_AFTER, ts)
+                        if t > W:
+                            S.requeue_n += 1
+                        rt = t + poll
+                        if not r.flags & WAIT or rt < r.wait:
+                            r.flags |= WAIT
+                            r.wait = rt
+                            hn = _push(heap, hn, rt, RETRY, k)
+                    else:
+                        ntr = _trace(tr, ntr, n_trace, t, T_SUCCESS, k, 0.0)
+                        nlog = _log(lg, nlog, log_on, t, LOG_OK, ts)
                 if r.flags & DIRTY:
                     q[(qh + qn) & qmask] = k
                     qn += 1
@@ -851,6 +954,20 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
                 te, nk = _server_call(st, prm, t, d, k, tab, s, seats, ring, hooks, commits, bg,
                                       trk, hu, hc, alog, slog)
                 _replace(heap, hn, te, nk, k)
+                continue
+            elif kind == STAGE:
+                # the pass of k reaches its next station (FIFO: the stations are asked in
+                # time order), then the next one, or its rest and its API calls
+                s = _slot(tab, k)
+                r = tab[s]
+                end, nlog = _enter(st, prm, r.stage, lockh, poolh, cpuh, t, r.sv, r.start >= W,
+                                   lg, nlog)
+                j = _next_station(prm, r.stage, r.sv)
+                if j != NO_STATION:
+                    r.stage = j
+                    _replace(heap, hn, end, STAGE, k)
+                else:
+                    _replace(heap, hn, end + r.rest, CALL if n_calls > 0 else COMPLETION, k)
                 continue
             elif kind == WORKER_UP:
                 hn = _pop(heap, hn)
@@ -953,23 +1070,32 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
         ntr = _trace(tr, ntr, n_trace, t, T_START, k, t - a)
         nk = COMPLETION
         if ext_on:
-            # the pass: the serial section (F of the work, under the one lock, FIFO: a lock
-            # taken in time order is granted at max(now, when it is next free)), then the rest
-            # stretched by the coherency cost of the busy workers, then the API calls
-            hold = lock_f * sv
-            rest = (sv - hold) * (1.0 + sigma * (busy - 1) + kappa * busy * (busy - 1))
+            # the pass: its stations — the serial section (F of the work, under the one lock),
+            # the connection pool, the CPU, each FIFO over its slots — then the rest stretched
+            # by the coherency cost of the busy workers, then the API calls. The first station
+            # is asked at the start (so a request at t + dd is granted at max(t + dd, when a
+            # slot is next free), in the order the passes start), the next ones when the pass
+            # reaches them (a STAGE event)
+            free = sv - lock_f * sv
+            if P.pool_f > 0 or P.cpu_f > 0:
+                free = free - P.pool_f * sv - P.cpu_f * sv
+                if free < 0.0:  # parts adding up to 1, rounded
+                    free = 0.0
+            rest = free * (1.0 + sigma * (busy - 1) + kappa * busy * (busy - 1))
             tend = t + dd
-            if hold > 0:
-                g = tend if tend > lock_free else lock_free
-                if t >= W:
-                    lock_wait += g - tend
-                    lock_n += 1
-                lock_free = g + hold
-                tend = lock_free
-            tend += rest
+            j = _next_station(prm, NO_STATION, sv)
+            if j != NO_STATION:
+                tend, nlog = _enter(st, prm, j, lockh, poolh, cpuh, tend, sv, t >= W, lg, nlog)
+                j = _next_station(prm, j, sv)
+            if j != NO_STATION:
+                r.stage, r.sv, r.rest = j, sv, rest
+                nk = STAGE
+            else:
+                tend += rest
             if n_calls > 0:
                 r.calls = n_calls
-                nk = CALL
+                if nk == COMPLETION:
+                    nk = CALL
                 if srv_on:
                     r.attempt = 0
                     r.seen = t  # the pass reads its object at its start
@@ -989,8 +1115,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
     S.nwh, S.nwf, S.ndep, S.ntr = nwh, nwf, ndep, ntr
     S.depth_corr, S.busy_area, S.work_sum = depth_corr, busy_area, work_sum
     S.dtok, S.dlast = dtok, dlast
-    S.busy, S.retire, S.lock_free, S.lock_wait, S.lock_n = busy, retire, lock_free, lock_wait, \
-        lock_n
+    S.busy, S.retire = busy, retire
     S.api_wait, S.api_n, S.nlog = api_wait, api_n, nlog
     return status
 
@@ -999,7 +1124,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
 def _busy_residual(heap: Arr, hn: int, tab: Arr, busy_area: float, T: float, W: float) -> float:
     """Add the reconciles still in flight at T, in heap order (the interpreted sum's order)."""
     for i in range(hn):
-        if heap[i].kind == COMPLETION or heap[i].kind == CALL:
+        if heap[i].kind == COMPLETION or heap[i].kind == CALL or heap[i].kind == STAGE:
             ts = tab[_slot(tab, heap[i].key)].start
             busy_area += T - (ts if ts > W else W)
     return busy_area
@@ -1136,6 +1261,8 @@ def run_simulation(
     hook_slots: int = 0,
     objects: int = 0,
     background: npt.NDArray[np.float64] | None = None,
+    pool_slots: int = 0,
+    cpu_slots: int = 0,
 ) -> SimRun:
     """Drive :func:`_sim_run`: set up the state, refill inputs and grow arrays until done.
 
@@ -1144,7 +1271,9 @@ def run_simulation(
     token bucket size (it starts full, as golang.org/x/time/rate does). The API server side
     (``params`` ``srv_on``): ``apf_seats`` seats of the APF level (0: none), ``hook_slots``
     of the webhook (0: unlimited), ``objects`` shared objects (0: no conflicts), and the
-    arrival times of the level's background requests (ascending, up to T)."""
+    arrival times of the level's background requests (ascending, up to T). ``pool_slots``
+    and ``cpu_slots``: the connection pool's size and the cores (0: none; the lock is always
+    one slot)."""
     st = np.zeros(1, dtype=SIM_STATE)
     st[0]["idle"] = workers
     st[0]["dtok"] = params[0]["dburst"]
@@ -1192,10 +1321,14 @@ def run_simulation(
     alog = np.zeros(max(1024, min(calls * size_hint, 1 << 23)) if srv_on and log_on else 1,
                     dtype=ALOG)
     slog = np.zeros(bg.size + 1 if log_on else 1, dtype=SLOG)
+    lockh = np.zeros(1)  # free times, min-heaps (the lock's is one slot)
+    poolh = np.zeros(max(pool_slots, 1))
+    cpuh = np.zeros(max(cpu_slots, 1))
+    log_need = int(params[0]["log_need"])
     while True:
         status = _sim_run(st, params, lim, bucket, abucket, heap, tab, q, at, ak, svc, u, jit,
                           wh, wf, dep, tr, lg, seats, ring, hooks, commits, bg, trk, hu, hc,
-                          alog, slog)
+                          alog, slog, lockh, poolh, cpuh)
         if status == DONE:
             break
         if status == OVERFLOW:
@@ -1229,8 +1362,8 @@ def run_simulation(
             dep = _grow(dep, s["ndep"] + 1)
         if s["ntr"] + 2 > tr.size and s["ntr"] < n_trace:
             tr = _grow(tr, min(2 * tr.size, n_trace + 2))
-        if log_on and s["nlog"] + 3 > lg.size:
-            lg = _grow(lg, s["nlog"] + 3)
+        if log_on and s["nlog"] + log_need > lg.size:
+            lg = _grow(lg, s["nlog"] + log_need)
         if srv_on and log_on and s["nalog"] + 2 > alog.size:
             alog = _grow(alog, s["nalog"] + 2)
     if params[0]["apf_on"]:  # the background requests after the last controller request

@@ -19,7 +19,15 @@ sampled at ``0, Δ, 2Δ, …`` — the same definitions as the real code:
   in flight), ``controller_runtime_max_concurrent_reconciles`` (the worker count);
 * ``rest_client_rate_limiter_duration_seconds``: the token bucket's delay, observed when the
   call leaves the limiter; ``rest_client_request_duration_seconds``: the call's latency and
-  ``rest_client_requests_total{code="200"}``, at the response.
+  ``rest_client_requests_total{code="200"}``, at the response;
+* with polling, ``controller_runtime_reconcile_total{result="requeue_after"}`` (a success
+  that returned ``RequeueAfter``; controller-runtime counts it there, not as success) and its
+  ``AddAfter`` in ``workqueue_retries_total``;
+* with the CPU modelled, the process's ``process_cpu_seconds_total`` (the CPU parts run so
+  far, in clock ticks), ``go_sched_gomaxprocs_threads`` (the cores) and
+  ``go_sched_latencies_seconds`` (each CPU part's wait for a core, with the bounds client_golang
+  v1.23.2 exposes; its ``_sum`` is the exact sum here, where client_golang estimates it from
+  the runtime's finer buckets).
 
 When the simulator models the API server side (writes, APF, a webhook, conflicts), the REST
 client's series come from its log of attempts (:data:`ATTEMPT_LOG`), by verb GET / PUT and by
@@ -58,6 +66,7 @@ __all__ = [
     "API_BUCKETS",
     "ATTEMPT_LOG",
     "BACKGROUND_LOG",
+    "GO_SCHED_LATENCY_BUCKETS",
     "LOG_KINDS",
     "REQUEST_DURATION_BUCKETS",
     "REQUEST_SLI_BUCKETS",
@@ -77,13 +86,17 @@ WORKQUEUE_BUCKETS = go_exponential_buckets(10e-9, 10, 12)
 API_BUCKETS = LIMITER_BUCKETS
 """client-go's REST-client latency and rate-limiter histograms: 5 ms … 60 s."""
 
-LOG_KINDS: tuple[str, ...] = ("add", "get", "ok", "fail_delay", "fail_now", "call")
+LOG_KINDS: tuple[str, ...] = ("add", "get", "ok", "fail_delay", "fail_now", "call",
+                              "ok_after", "cpu_wait", "cpu_run")
 """The metric log's record kinds, by code (``kind`` of a record): a counted add; a Get
 (value: its queue wait); a Done after success / after a failure re-added with a delay / after
 a failure re-added at once (value: the pass's start); an API call (t: when it asked the
-client's token bucket, value: the bucket's delay). The one definition: the compiled loop
-(``models/_simcore.py``) writes these codes."""
-_ADD, _GET, _OK, _FAIL_DELAY, _FAIL_NOW, _CALL = range(len(LOG_KINDS))
+client's token bucket, value: the bucket's delay); a Done after a success that returned
+``RequeueAfter`` (value: the pass's start); a pass's CPU part getting its core (t: then;
+value: its wait for the core) and the same part's run (t: then; value: its CPU seconds). The
+one definition: the compiled loop (``models/_simcore.py``) writes these codes."""
+(_ADD, _GET, _OK, _FAIL_DELAY, _FAIL_NOW, _CALL, _OK_AFTER, _CPU_WAIT,
+ _CPU_RUN) = range(len(LOG_KINDS))
 
 ATTEMPT_LOG = np.dtype([
     ("t", np.float64), ("lim", np.float64), ("wait", np.float64), ("exec", np.float64),
@@ -118,6 +131,15 @@ REQUEST_SLI_BUCKETS: tuple[float, ...] = (
 """``apiserver_request_sli_duration_seconds`` (same file)."""
 ADMISSION_WEBHOOK_BUCKETS: tuple[float, ...] = (0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10, 25)
 """``apiserver_admission_webhook_admission_duration_seconds`` (``pkg/admission/metrics``)."""
+GO_SCHED_LATENCY_BUCKETS: tuple[float, ...] = (
+    6.399999999999999e-08, 6.399999999999999e-07, 7.167999999999999e-06,
+    8.191999999999999e-05, 0.0009175039999999999, 0.010485759999999998, 0.11744051199999998)
+"""``go_sched_latencies_seconds``: the bounds a controller-runtime v0.24.1 binary exposes
+(client_golang v1.23.2's Go collector re-buckets the runtime's ``/sched/latencies:seconds``
+histogram to these; ``/work/shared/reference/expositions``), printed by Go as written here."""
+USER_HZ = 100
+"""``process_cpu_seconds_total`` comes from ``/proc/self/stat`` (utime + stime in clock ticks,
+client_golang/procfs divide by USER_HZ = 100): it moves in steps of 10 ms."""
 VERBS = ("GET", "PUT")
 """Reads and writes, as client-go's ``verb``/``method`` and the apiserver's ``verb`` label."""
 
@@ -275,19 +297,32 @@ def scrape_metrics(
     attempts: npt.NDArray[np.void] | None = None,
     background: npt.NDArray[np.void] | None = None,
     spec: ServerSpec | None = None,
+    requeue_after: bool = False,
+    cpu_cores: int | None = None,
 ) -> ScrapedMetrics:
     """The series at scrapes 0, Δ, 2Δ, … ≤ ``duration_s`` from the simulator's metric log.
 
     ``workers_at(t)``: the worker count at each time (``max_concurrent_reconciles``);
     ``call_latency_s``: the latency of every API call. With ``spec`` (the API server side
     modelled), the REST client's series come from the ``attempts`` log (:data:`ATTEMPT_LOG`)
-    and the APF level's also from the ``background`` log (:data:`BACKGROUND_LOG`)."""
+    and the APF level's also from the ``background`` log (:data:`BACKGROUND_LOG`).
+
+    ``requeue_after``: the reconciles return ``RequeueAfter`` — each success is counted in
+    ``reconcile_requeue_after`` (controller-runtime's ``result="requeue_after"``), not in
+    ``reconcile_success``, and its ``AddAfter`` in ``retries`` (client-go's ``AddAfter`` calls
+    ``metrics.retry()`` on every call). ``cpu_cores`` N: the process's CPU series, from the
+    log's CPU parts — ``process_cpu_seconds`` (the CPU seconds run by each scrape, a part in
+    progress counted up to the scrape, in steps of 1 / :data:`USER_HZ`), ``gomaxprocs`` (N) and
+    ``sched_latencies`` (one observation per CPU part, its wait for a core, when it gets it;
+    :data:`GO_SCHED_LATENCY_BUCKETS`)."""
     step = float(scrape_interval_s)
     t_s = np.arange(math.floor(duration_s / step + 1e-9) + 1, dtype=np.float64) * step
     t, kind, value = log["t"], log["kind"], log["value"]
     adds = t[kind == _ADD]
     get_t, get_w = t[kind == _GET], value[kind == _GET]
     done_mask = (kind == _OK) | (kind == _FAIL_DELAY) | (kind == _FAIL_NOW)
+    if requeue_after:
+        done_mask |= kind == _OK_AFTER
     done_t, starts_done = t[done_mask], value[done_mask]
     work = done_t - starts_done
     fail_mask = (kind == _FAIL_DELAY) | (kind == _FAIL_NOW)
@@ -311,12 +346,16 @@ def scrape_metrics(
         np.concatenate((starts_done, open_starts)),
         np.concatenate((done_t, np.full(open_starts.size, np.inf))), t_s)
 
+    # every AddRateLimited, and every AddAfter of a RequeueAfter
+    requeues = fail_mask | (kind == _OK_AFTER) if requeue_after else fail_mask
     counters = {
         "adds": n_adds,
-        "retries": _counts_at(t[fail_mask], t_s),  # every AddRateLimited
+        "retries": _counts_at(t[requeues], t_s),
         "reconcile_success": _counts_at(t[kind == _OK], t_s),
         "reconcile_error": _counts_at(t[fail_mask], t_s),
     }
+    if requeue_after:
+        counters["reconcile_requeue_after"] = _counts_at(t[kind == _OK_AFTER], t_s)
     gauges = {
         "depth": n_adds - n_gets,
         "active_workers": in_flight,
@@ -329,6 +368,8 @@ def scrape_metrics(
         "work_duration": _histogram(done_t, work, t_s, WORKQUEUE_BUCKETS),
         "reconcile_time": _histogram(done_t, work, t_s, RECONCILE_BUCKETS),
     }
+    if cpu_cores is not None:
+        _cpu_series(t, kind, value, t_s, cpu_cores, counters, gauges, hists)
     api = server = None
     if api_calls and spec is not None and attempts is not None:
         api, server = _api_series(attempts, background, spec, t_s, counters, hists)
@@ -341,6 +382,25 @@ def scrape_metrics(
         hists["api_request"] = _histogram(answered, np.full(answered.size, call_latency_s),
                                           t_s, API_BUCKETS)
     return ScrapedMetrics(t_s, step, counters, gauges, hists, api_calls, api, server)
+
+
+def _cpu_series(t: FloatArray, kind: npt.NDArray[np.int64], value: FloatArray, t_s: FloatArray,
+                cores: int, counters: dict[str, FloatArray], gauges: dict[str, FloatArray],
+                hists: dict[str, ScrapedHistogram]) -> None:
+    """The process's CPU series (see :func:`scrape_metrics`): CPU seconds by scrape s =
+    Σ hold over the parts ended by s + Σ (s − start) over the parts running at s."""
+    run = kind == _CPU_RUN
+    start, hold = t[run], value[run]
+    end = start + hold
+    order = np.argsort(end, kind="stable")
+    ended = np.concatenate(([0.0], np.cumsum(hold[order])))
+    done = ended[np.searchsorted(end[order], t_s, side="right")]
+    running, _ = _in_flight_ages(start, end, t_s)
+    # whole clock ticks (the kernel's utime + stime); the guard keeps k/100 from reading k − 1
+    counters["process_cpu_seconds"] = np.floor((done + running) * USER_HZ + 1e-6) / USER_HZ
+    gauges["gomaxprocs"] = np.full(t_s.size, float(cores))
+    wait = kind == _CPU_WAIT
+    hists["sched_latencies"] = _histogram(t[wait], value[wait], t_s, GO_SCHED_LATENCY_BUCKETS)
 
 
 def _api_series(

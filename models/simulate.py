@@ -13,7 +13,9 @@ P(key k) ∝ (k+1)^−s so key 0 is the hot key); c workers; service time consta
 lognormal(mean, CV) (σ² = ln(1 + CV²), μ = ln(mean) − σ²/2); the first ``failing_keys`` keys
 (all keys if not given) call a shared dependency and fail with probability ``fail_prob``
 (optionally only inside a dependency outage window); an optional token bucket on the dependency
-(``dependency_qps``) that a reconcile waits on — holding its worker — before its request.
+(``dependency_qps``) that a reconcile waits on — holding its worker — before its request. That
+limit is outside the API client (an external service's): no ``rest_client_*`` or other scraped
+series names it; it shows only as longer passes.
 
 The mechanisms of real controllers, each off by default:
 
@@ -34,7 +36,36 @@ The mechanisms of real controllers, each off by default:
   ``flowcontrol.NewTokenBucketRateLimiter(qps, burst)``: golang.org/x/time/rate, starting full;
   each call reserves a token and waits debt / QPS): after its work a pass makes
   ``api_calls`` calls one after the other, each waiting for its token and then
-  ``api_latency_s``. The ceiling is QPS ÷ calls per pass.
+  ``api_latency_s``. The ceiling is QPS ÷ calls per pass;
+* a **connection pool** (a counting semaphore): ``pool_fraction`` F of each pass holds one of
+  ``pool_size`` K slots (FIFO; waiting for a slot holds the worker, as the lock does). The
+  lock is the pool with K = 1 — one station code, a FIFO over k slots kept as a min-heap of
+  their free times: a request at x is granted at max(x, the earliest free time). At
+  saturation the slots serve K passes per F·E[S]: the ceiling is K / (F·E[S]);
+* **CPU work against N cores** (GOMAXPROCS ``cpu_cores``): ``cpu_fraction`` F of each pass is
+  CPU work, run on the same station code with N slots — a FIFO over N cores, each part run to
+  completion once it has a core. That approximates the Go scheduler (which time-slices
+  runnable goroutines every 10 ms, so with oversubscribed cores every part stretches rather
+  than waits); the wait for a core is what ``go_sched_latencies_seconds`` observes, the
+  parts run are ``process_cpu_seconds_total``. The ceiling is N / (F·E[S]); with N ≥ the
+  workers no part ever waits. One observation per CPU part: a real process also observes
+  every other goroutine's (informers, timers), mostly of microseconds;
+* **polling** (controller-runtime ``Result{RequeueAfter: P}``, ``requeue_after_s``): after a
+  successful pass the key is forgotten (``Forget``) and re-added with ``AddAfter(key, P)``,
+  the delaying queue keeping the earliest ready time per key (a raw event in between is
+  coalesced with it as usual); the pass counts as ``reconcile_total{result="requeue_after"}``
+  and its ``AddAfter`` in ``workqueue_retries_total`` (client-go's ``AddAfter`` calls
+  ``metrics.retry()`` on every call; controller-runtime's priority queue when the delay is
+  > 0, so both do). A key polls from its first add on (with ``initial_burst``: every key
+  from t = 0, an informer's initial list). With idle workers a key's period is P + its pass;
+  when the workers cannot keep up it stretches to P + queue wait + pass, and the throughput
+  is the workers' capacity.
+
+A pass goes through its stations in this order: the lock, the pool, the CPU, then the rest of
+its work (stretched by the coherency cost), then its API calls; the fractions are parts of one
+pass and add up to at most 1. The first station is asked when the pass starts (after the
+dependency's token, as the lock always was); each later one when the pass reaches it (a
+``STAGE`` event), so every station after the first takes its requests in time order.
 
 Beyond the queue, the API server side, each part off by default (with all of them off the
 run is the one it was without them, bit for bit):
@@ -80,7 +111,8 @@ arrivals drawn up front and admitted up to each controller arrival.
 
 With ``scrape_interval_s`` the run also returns what a scrape of the controller's /metrics
 would have read every interval (:mod:`models.scrape`: ``workqueue_*``,
-``controller_runtime_*``, ``rest_client_*``) — and of its API server's when one is modelled
+``controller_runtime_*``, ``rest_client_*``, with the CPU ``process_cpu_seconds_total`` and
+``go_sched_*``) — and of its API server's when one is modelled
 (``apiserver_flowcontrol_*``, ``apiserver_request_*``, ``apiserver_admission_webhook_*``),
 ready to be written as OpenMetrics and put into a real Prometheus.
 
@@ -224,6 +256,19 @@ class SimResult:
     """Mean wait for a webhook slot per admission (0 with an unlimited webhook)."""
     admission_mean_s: float | None = None
     """Mean admission duration (the wait for a slot + the webhook's service time)."""
+    # --- the pool, the CPU and polling (``pool_size``, ``cpu_cores``, ``requeue_after_s``)
+    pool_wait_mean_s: float | None = None
+    """Mean wait for a connection-pool slot per pass started in the window (None without a
+    pool)."""
+    cpu_wait_mean_s: float | None = None
+    """Mean wait for a core per CPU part of a pass started in the window (the scheduler
+    latency; None without a CPU model)."""
+    cpu_busy_cores_mean: float | None = None
+    """Time-average number of cores running CPU parts over the window (CPU seconds / span)."""
+    requeue_after: int = 0
+    """Successful passes ended in the window that returned ``RequeueAfter`` (Forget, then
+    ``AddAfter(key, P)``): controller-runtime's ``reconcile_total{result="requeue_after"}``.
+    Each also counts in ``workqueue_retries_total`` (not in :attr:`retries`)."""
     trace: tuple[SimEvent, ...] = field(default=(), repr=False)
     metrics: ScrapedMetrics | None = field(default=None, repr=False)
     """The scraped series, with ``scrape_interval_s``."""
@@ -314,7 +359,7 @@ def _arrival_blocks(
 
 def _trace_events(rows: np.ndarray) -> tuple[SimEvent, ...]:
     """The loop's trace rows (time, kind code, key, value) as SimEvents."""
-    from models._simcore import T_FAILURE, T_START, TRACE_KINDS
+    from models._simcore import T_FAILURE, T_START, T_SUCCESS, TRACE_KINDS
 
     out = []
     for t, kind, key, value in zip(rows["t"].tolist(), rows["kind"].tolist(),
@@ -324,6 +369,8 @@ def _trace_events(rows: np.ndarray) -> tuple[SimEvent, ...]:
             detail = f"retry in {value:.6g} s"
         elif kind == T_START:
             detail = f"waited {value:.6g} s"
+        elif kind == T_SUCCESS and value > 0:
+            detail = f"requeue after {value:.6g} s"
         out.append(SimEvent(t, TRACE_KINDS[kind], key, detail))
     return tuple(out)
 
@@ -468,6 +515,51 @@ def _server_results(st: dict[str, Any], srv: _ServerInputs, span: float) -> dict
     }
 
 
+MAX_POOL_SIZE = 100_000
+"""Connection-pool slots (a min-heap of free times): far above any real pool (database/sql and
+HTTP transports run tens to hundreds)."""
+MAX_CPU_CORES = 10_000
+"""GOMAXPROCS: the largest machines have a few hundred hardware threads."""
+MAX_REQUEUE_AFTER_S = 365 * 86400.0
+"""A RequeueAfter of more than a year is no poll."""
+
+
+def _station_inputs(what: str, size_name: str, size: int | None, fraction_name: str,
+                    fraction: float, most: int) -> tuple[int, float]:
+    """(slots, fraction) of the pool or the CPU, checked; (0, 0.0) when off. Each needs the
+    other: a size without a fraction models nothing, a fraction without a size has no slots."""
+    f = _check(fraction_name, fraction)
+    if f > 1:
+        raise ModelInputError(f"{fraction_name} must be between 0 and 1, got {fraction!r}.")
+    if size is None:
+        if f > 0:
+            raise ModelInputError(f"a {fraction_name} needs the {size_name} ({what} slots).")
+        return 0, 0.0
+    k = _check_int(size_name, size, 1)
+    if k > most:
+        raise ModelInputError(f"{size_name} must be at most {most:,}, got {size!r}.")
+    if f == 0:
+        raise ModelInputError(f"{size_name} needs a {fraction_name} above 0 (the share of each "
+                              "pass that holds a slot).")
+    return k, f
+
+
+def _station_results(st: dict[str, Any], pool_f: float, cpu_f: float, poll: float,
+                     span: float) -> dict[str, Any]:
+    """The SimResult fields of the pool, the CPU and polling from the loop's final state."""
+    out: dict[str, Any] = {}
+    if pool_f > 0:
+        out["pool_wait_mean_s"] = (float(st["pool_wait"]) / int(st["pool_n"]) if st["pool_n"]
+                                   else None)
+    if cpu_f > 0:
+        out["cpu_wait_mean_s"] = (float(st["cpu_wait"]) / int(st["cpu_n"]) if st["cpu_n"]
+                                  else None)
+        out["cpu_busy_cores_mean"] = float(st["cpu_busy"]) / span
+    if poll > 0:
+        out["requeue_after"] = int(st["requeue_n"])
+    return out
+
+
 def simulate(
     *,
     arrival_rate_per_s: float | RateProfile,
@@ -510,6 +602,11 @@ def simulate(
     webhook_latency_s: float = 0.0,
     webhook_concurrency: int | None = None,
     conflict_objects: int | None = None,
+    pool_size: int | None = None,
+    pool_fraction: float = 0.0,
+    cpu_cores: int | None = None,
+    cpu_fraction: float = 0.0,
+    requeue_after_s: float | None = None,
 ) -> SimResult:
     """Simulate ``duration_s`` seconds of a controller; see the module docstring for the model.
 
@@ -531,7 +628,12 @@ def simulate(
     seat ``apf_background_latency_s``, a fixed ``apf_retry_after_s`` (None: the API server's
     dynamic one), ``api_max_retries`` client retries of a 429; ``webhook_latency_s`` and
     ``webhook_concurrency`` (None: unlimited) of the admission webhook on writes;
-    ``conflict_objects`` shared objects for the resourceVersion check."""
+    ``conflict_objects`` shared objects for the resourceVersion check.
+
+    The pool, the CPU and polling (module docstring): ``pool_size`` slots of a connection
+    pool holding ``pool_fraction`` of each pass; ``cpu_cores`` cores (GOMAXPROCS) running
+    ``cpu_fraction`` of each pass; ``requeue_after_s`` P: every successful pass returns
+    ``RequeueAfter: P``."""
     profile: RateProfile | None = None
     if isinstance(arrival_rate_per_s, int | float) or not hasattr(arrival_rate_per_s, "rate_at"):
         lam = _check("arrival rate", arrival_rate_per_s)  # type: ignore[arg-type]
@@ -600,6 +702,20 @@ def simulate(
     lock_f = _check("lock fraction", lock_fraction)
     if lock_f > 1:
         raise ModelInputError(f"lock fraction must be between 0 and 1, got {lock_fraction!r}.")
+    pool_k, pool_f = _station_inputs("pool", "pool size", pool_size, "pool fraction",
+                                     pool_fraction, MAX_POOL_SIZE)
+    cpu_n, cpu_f = _station_inputs("CPU", "CPU cores", cpu_cores, "CPU fraction",
+                                   cpu_fraction, MAX_CPU_CORES)
+    if lock_f + pool_f + cpu_f > 1:
+        raise ModelInputError(
+            f"the lock, pool and CPU fractions are parts of one pass and must add up to at "
+            f"most 1, got {lock_f:g} + {pool_f:g} + {cpu_f:g}.")
+    poll = 0.0
+    if requeue_after_s is not None:
+        poll = _check("RequeueAfter period", requeue_after_s, positive=True)
+        if poll > MAX_REQUEUE_AFTER_S:
+            raise ModelInputError(f"RequeueAfter period must be at most {MAX_REQUEUE_AFTER_S:g} "
+                                  f"s (a year), got {requeue_after_s!r}.")
     if len(coherence) != 2:
         raise ModelInputError("coherence is a pair (σ, κ).")
     sigma, kappa = (_check("coherence σ", coherence[0]), _check("coherence κ", coherence[1]))
@@ -633,7 +749,17 @@ def simulate(
         api_max_retries=api_max_retries, webhook_latency_s=webhook_latency_s,
         webhook_concurrency=webhook_concurrency, conflict_objects=conflict_objects,
         duration_s=T, scraped=scrape_interval_s is not None, calls_requested=lam * T * n_calls)
-    ext_on = lock_f > 0 or sigma > 0 or kappa > 0 or n_calls > 0
+    if poll > 0:
+        # every key that was ever added is polled every P (+ its pass): a run of up to
+        # min(K, adds) keys × T / P passes, beyond the raw events' own limit
+        polled = min(float(K), lam * T + (m if initial_burst else 0))
+        limit = 1e7 if scrape_interval_s is not None else 5e8
+        if polled * T / poll > limit:
+            raise ModelInputError(
+                f"about {polled * T / poll:.3g} polling passes requested ({polled:.3g} keys "
+                f"every {poll:g} s for {T:g} s); the simulator's limit is {limit:.0e} per run"
+                f"{' with scraped metrics' if scrape_interval_s is not None else ''}.")
+    ext_on = lock_f > 0 or sigma > 0 or kappa > 0 or n_calls > 0 or pool_f > 0 or cpu_f > 0
 
     # The event loop is compiled (models/_simcore.py, numba); it is imported here, not at the
     # top, so that importing this module stays cheap for the commands that never simulate.
@@ -672,7 +798,8 @@ def simulate(
                  scrape_interval_s is not None,
                  srv.on, srv.writes, srv.apf_seats > 0, srv.queue_limit, srv.wait_limit_s,
                  srv.retry_after_s, srv.background_latency_s, srv.max_retries,
-                 srv.webhook_latency_s, srv.webhook_slots, srv.objects, T)
+                 srv.webhook_latency_s, srv.webhook_slots, srv.objects, T,
+                 pool_f, cpu_f, poll, 5 if cpu_f > 0 else 3)
     lim = core.limiter_record(policy.kind, policy.base_s, policy.cap_s, policy.jitter,
                               policy.global_qps, policy.burst)
     n_arrivals = [0]
@@ -690,7 +817,7 @@ def simulate(
         api_burst=aburst, blocks=blocks, draw_svc=draw_svc, draw_u=draw_u,
         draw_jitter=draw_jitter, size_hint=int(min(lam * T, 1 << 22)), T=T,
         apf_seats=srv.apf_seats, hook_slots=srv.webhook_slots, objects=srv.objects,
-        background=background,
+        background=background, pool_slots=pool_k, cpu_slots=cpu_n,
     )
 
     if progress is not None:
@@ -732,7 +859,8 @@ def simulate(
                 webhook=srv.webhook_latency_s > 0,
                 reads=srv.writes < n_calls, writes=srv.writes > 0,
                 server=srv.apf_seats > 0 or srv.webhook_latency_s > 0 or srv.objects > 0,
-            ) if srv.on else None)
+            ) if srv.on else None,
+            requeue_after=poll > 0, cpu_cores=cpu_n if cpu_f > 0 else None)
     split = failing_keys is not None  # healthy vs failing only when a failing subset is given
     waits = np.concatenate((wh, wf))
     rates = np.asarray(bins[:nbins], dtype=np.float64) * inv_bin
@@ -787,6 +915,7 @@ def simulate(
         api_limiter_wait_mean_s=(float(st["api_wait"]) / int(st["api_n"])) if st["api_n"]
         else None,
         **_server_results(st, srv, span),
+        **_station_results(st, pool_f, cpu_f, poll, span),
         trace=_trace_events(run.trace),
         metrics=metrics,
     )

@@ -43,6 +43,10 @@ _ROWS: tuple[tuple[str, str, str | None], ...] = (
     ("wait_p99_s", "queue wait p99 s", None),
     ("work_mean_s", "work time mean s", None),
     ("lock_wait_mean_s", "lock wait mean s (per pass)", "lock"),
+    ("pool_wait_mean_s", "pool slot wait mean s (per pass)", "pool"),
+    ("cpu_wait_mean_s", "CPU wait for a core mean s (per pass)", "cpu"),
+    ("cpu_busy_cores_mean", "CPU cores busy (mean)", "cpu"),
+    ("requeue_after", "requeue_after reconciles (RequeueAfter)", "poll"),
     ("workers_mean", "workers (time mean)", "workers_schedule"),
     ("busy_workers_mean", "busy workers (mean)", None),
     ("utilization", "utilization", None),
@@ -167,6 +171,16 @@ MAX_WEBHOOK_CONCURRENCY = 10_000
 MAX_CONFLICT_OBJECTS = 10_000_000
 """The caps of :func:`models.simulate.simulate` for the API server side, checked here so that
 a bad size is the flag's error."""
+MAX_POOL_SIZE = 100_000
+MAX_CPU_CORES = 10_000
+MAX_REQUEUE_AFTER_S = 365 * 86400.0
+"""The simulator's caps on the pool, the cores and the RequeueAfter period (a year), spelled
+out so that ``--help`` does not import the model (:func:`test_station_caps_are_the_simulators`
+keeps them equal)."""
+_MECHANISM_FIELDS = {"pool_wait_mean_s": "pool", "cpu_wait_mean_s": "cpu",
+                     "cpu_busy_cores_mean": "cpu", "requeue_after": "poll"}
+"""Result fields of the pool, the CPU and polling: left out of the JSON when the mechanism is
+off, so that a run without them prints what it printed before they existed."""
 
 DEFAULT_APF_QUEUE_LIMIT = 50
 DEFAULT_APF_WAIT_LIMIT_S = 15.0
@@ -282,7 +296,8 @@ def register(subparsers: Any) -> None:
             "(coalescing via dirty/processing, one worker per key at a time), c workers, "
             "failures with rate-limited retries and an optional dependency QPS limit; "
             "optionally load and workers over time, a hot key, a serial section under a "
-            "process-wide lock, a coherency cost (USL), the API client's token bucket, the "
+            "process-wide lock, a connection pool, CPU work on N cores, polling "
+            "(RequeueAfter), a coherency cost (USL), the API client's token bucket, the "
             "API server beyond it (an APF priority level with 429s and client retries, an "
             "admission webhook on writes, 409 write conflicts), and the scraped /metrics as "
             "OpenMetrics for promtool. Durations take units "
@@ -320,6 +335,27 @@ def register(subparsers: Any) -> None:
     svc.add_argument("--lock-fraction", type=fraction, default=0.0, metavar="F",
                      help="fraction 0-1 of each pass's work done under one process-wide lock "
                           "(throughput ceiling 1/(F x service mean))")
+    svc.add_argument("--pool-size", type=bounded_int(MAX_POOL_SIZE), default=None, metavar="K",
+                     help="a connection pool (counting semaphore) of K slots, FIFO; a worker "
+                          f"waiting for a slot is held (1 to {MAX_POOL_SIZE:,}; K = 1 is a "
+                          "lock); needs --pool-fraction")
+    svc.add_argument("--pool-fraction", type=fraction, default=None, metavar="F",
+                     help="fraction 0-1 of each pass's work that holds a pool slot, after the "
+                          "lock's part (throughput ceiling K/(F x service mean)); needs "
+                          "--pool-size")
+    svc.add_argument("--cpu-cores", type=bounded_int(MAX_CPU_CORES), default=None, metavar="N",
+                     help="the process's cores (GOMAXPROCS), a FIFO each CPU part runs on to "
+                          f"completion (1 to {MAX_CPU_CORES:,}); needs --cpu-fraction")
+    svc.add_argument("--cpu-fraction", type=fraction, default=None, metavar="F",
+                     help="fraction 0-1 of each pass's work that is CPU work, after the lock's "
+                          "and the pool's parts (throughput ceiling N/(F x service mean)); "
+                          "the scraped metrics gain process_cpu_seconds_total and go_sched_*; "
+                          "needs --cpu-cores")
+    svc.add_argument("--requeue-after", type=bounded_duration(MAX_REQUEUE_AFTER_S),
+                     default=None, metavar="DURATION",
+                     help="every successful reconcile returns RequeueAfter: DURATION (Forget, "
+                          "then AddAfter): a key polls from its first event on, e.g. 30s or 5m "
+                          "(bare number = seconds; at most 365 days)")
     svc.add_argument("--coherence", type=_coherence, default=(0.0, 0.0),
                      metavar="SIGMA[:KAPPA]",
                      help="coherency cost (USL): the unlocked work is stretched by "
@@ -474,6 +510,30 @@ def _check_server_flags(args: argparse.Namespace) -> None:
                            "(--apf-seats N or --api-writes N).")
 
 
+def _check_station_flags(args: argparse.Namespace) -> None:
+    """The pool's and the CPU's flags come in pairs; the parts of a pass add up to at most 1."""
+    for size, size_flag, part, part_flag in (
+            (args.pool_size, "--pool-size K", args.pool_fraction, "--pool-fraction F"),
+            (args.cpu_cores, "--cpu-cores N", args.cpu_fraction, "--cpu-fraction F")):
+        if size is not None and not part:
+            raise CliError(f"{size_flag.split()[0]} needs {part_flag} above 0 (the share of "
+                           "each pass that holds it).")
+        if part is not None and size is None:
+            raise CliError(f"{part_flag.split()[0]} needs {size_flag}.")
+    parts = args.lock_fraction + (args.pool_fraction or 0.0) + (args.cpu_fraction or 0.0)
+    if parts > 1:
+        raise CliError(f"--lock-fraction + --pool-fraction + --cpu-fraction is {parts:g}: they "
+                       "are parts of one pass and add up to at most 1.")
+
+
+def _station_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The pool's, the CPU's and polling's keyword arguments of
+    :func:`models.simulate.simulate` (defaults: off)."""
+    return {"pool_size": args.pool_size, "pool_fraction": args.pool_fraction or 0.0,
+            "cpu_cores": args.cpu_cores, "cpu_fraction": args.cpu_fraction or 0.0,
+            "requeue_after_s": args.requeue_after}
+
+
 def _server_on(args: argparse.Namespace) -> bool:
     """Whether the run models the API server (the webhook and conflicts need writes)."""
     return args.api_writes > 0 or args.apf_seats is not None
@@ -535,6 +595,7 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise CliError("give the workers: --workers C or --workers-schedule SPEC.")
     if args.hot_key_share > 0 and args.zipf > 0:
         raise CliError("use either --hot-key-share or --zipf, not both.")
+    _check_station_flags(args)
     for flag, given in (("--api-qps", args.api_qps is not None),
                         ("--api-burst", args.api_burst is not None),
                         ("--api-latency", args.api_latency > 0)):
@@ -640,11 +701,29 @@ def handle(args: argparse.Namespace) -> int:
             api_latency_s=args.api_latency,
             scrape_interval_s=scrape_s,
             **server,
+            **_station_kwargs(args),
         )
     finally:
         bar.close()
+    on = {
+        "lock": args.lock_fraction > 0,
+        "pool": args.pool_size is not None,
+        "cpu": args.cpu_cores is not None,
+        "poll": args.requeue_after is not None,
+        "workers_schedule": args.workers_schedule is not None,
+        "api": args.api_calls > 0,
+        "api_qps": args.api_calls > 0 and args.api_qps is not None,
+        "server": _server_on(args),
+        "writes": args.api_writes > 0,
+        "apf": args.apf_seats is not None,
+        "webhook": args.webhook_latency > 0,
+        "conflicts": args.conflict_objects is not None,
+    }
     payload = jsonable(result)
     payload.pop("metrics", None)
+    for name, mechanism in _MECHANISM_FIELDS.items():
+        if not on[mechanism]:
+            payload.pop(name, None)
     if not args.trace:
         payload.pop("trace", None)
     if emit_om:
@@ -660,6 +739,11 @@ def handle(args: argparse.Namespace) -> int:
         "service_mean_s": args.service_mean,
         "service_dist": args.service_dist, "service_cv": args.service_cv,
         "lock_fraction": args.lock_fraction,
+        **({"pool_size": args.pool_size, "pool_fraction": args.pool_fraction} if on["pool"]
+           else {}),
+        **({"cpu_cores": args.cpu_cores, "cpu_fraction": args.cpu_fraction} if on["cpu"]
+           else {}),
+        **({"requeue_after_s": args.requeue_after} if on["poll"] else {}),
         "coherence_sigma": args.coherence[0], "coherence_kappa": args.coherence[1],
         "fail_prob": args.fail_prob, "failing_keys": args.failing_keys,
         "outage_s": args.outage, "retry": policy.describe(),
@@ -669,17 +753,6 @@ def handle(args: argparse.Namespace) -> int:
         **_server_payload(args, server),
         "scrape_interval_s": scrape_s, "duration_s": args.duration,
         "warmup_s": args.warmup, "seed": args.seed,
-    }
-    on = {
-        "lock": args.lock_fraction > 0,
-        "workers_schedule": args.workers_schedule is not None,
-        "api": args.api_calls > 0,
-        "api_qps": args.api_calls > 0 and args.api_qps is not None,
-        "server": _server_on(args),
-        "writes": args.api_writes > 0,
-        "apf": args.apf_seats is not None,
-        "webhook": args.webhook_latency > 0,
-        "conflicts": args.conflict_objects is not None,
     }
     rows = [{"metric": label, "value": payload.get(name)} for name, label, when in _ROWS
             if when is None or on[when]]
@@ -697,6 +770,13 @@ def _header(args: argparse.Namespace, policy: Any, rate_mean: float) -> str:
     extras = []
     if args.lock_fraction:
         extras.append(f"lock fraction {args.lock_fraction:g}")
+    if args.pool_size is not None:
+        extras.append(f"pool {args.pool_size} slots x fraction {args.pool_fraction:g}")
+    if args.cpu_cores is not None:
+        cores = "1 core" if args.cpu_cores == 1 else f"{args.cpu_cores} cores"
+        extras.append(f"CPU fraction {args.cpu_fraction:g} on {cores}")
+    if args.requeue_after is not None:
+        extras.append(f"RequeueAfter {args.requeue_after:g}s")
     if args.coherence != (0.0, 0.0):
         extras.append(f"coherence σ={args.coherence[0]:g} κ={args.coherence[1]:g}")
     if args.api_calls:

@@ -652,3 +652,134 @@ def test_the_demo_points_at_real_simulate_flags(capsys: pytest.CaptureFixture[st
     code, out, err = run_main(argv, capsys)
     assert code == 0, err
     assert "APF queue wait mean s" in out
+
+
+# --- the connection pool, CPU cores and polling ---------------------------------------------
+
+POOL = ["--pool-size", "2", "--pool-fraction", "0.5"]
+CPU = ["--cpu-cores", "2", "--cpu-fraction", "0.5"]
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--pool-fraction", "0.5"], "--pool-fraction needs --pool-size K"),
+    (["--pool-size", "2"], "--pool-size needs --pool-fraction F above 0"),
+    (["--pool-size", "2", "--pool-fraction", "0"], "--pool-size needs --pool-fraction"),
+    (["--pool-size", "0", "--pool-fraction", "0.5"], "--pool-size"),
+    (["--pool-size", "100001", "--pool-fraction", "0.5"], "100,000"),
+    (["--pool-size", "two", "--pool-fraction", "0.5"], "--pool-size"),
+    (["--pool-size", "2", "--pool-fraction", "1.5"], "--pool-fraction"),
+    (["--cpu-fraction", "0.5"], "--cpu-fraction needs --cpu-cores N"),
+    (["--cpu-cores", "2"], "--cpu-cores needs --cpu-fraction F above 0"),
+    (["--cpu-cores", "10001", "--cpu-fraction", "0.5"], "10,000"),
+    (["--cpu-cores", "2", "--cpu-fraction", "nan"], "--cpu-fraction"),
+    ([*POOL, *CPU, "--lock-fraction", "0.2"], "add up to at most 1"),
+    (["--requeue-after", "0"], "--requeue-after"),
+    (["--requeue-after", "-5s"], "--requeue-after"),
+    (["--requeue-after", "5x"], "--requeue-after"),
+    (["--requeue-after", "400d"], "at most 3.1536e+07s"),
+])
+def test_simulate_pool_cpu_poll_flags_reject_bad_values_in_one_line(
+    extra: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_main([*BASE, *ONE, *extra, "--format", "json"], capsys)
+    assert code == 2, err
+    assert out == ""
+    assert err.count("\n") == 1, err
+    assert "error:" in err
+    assert "Traceback" not in err
+    assert says in err
+
+
+def test_simulate_without_the_pool_cpu_and_polling_prints_what_it_printed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    plain = sim_json([*BASE, *ONE, "--lock-fraction", "0.2"], capsys)
+    for name in ("pool_wait_mean_s", "cpu_wait_mean_s", "cpu_busy_cores_mean", "requeue_after"):
+        assert name not in plain
+    for name in ("pool_size", "pool_fraction", "cpu_cores", "cpu_fraction", "requeue_after_s"):
+        assert name not in plain["inputs"]
+    code, out, _ = run_main([*BASE, *ONE, "--lock-fraction", "0.2"], capsys)
+    assert code == 0
+    for label in ("pool slot wait", "CPU wait", "CPU cores busy", "requeue_after", "pool ",
+                  "RequeueAfter"):
+        assert label not in out
+    on = sim_json([*BASE, *ONE, *POOL, *CPU, "--requeue-after", "2s"], capsys)
+    assert on["inputs"]["pool_size"] == 2
+    assert on["inputs"]["cpu_fraction"] == 0.5
+    assert on["inputs"]["requeue_after_s"] == 2.0
+    assert on["requeue_after"] == on["completed"] > 0  # every pass succeeds and polls
+    code, out, _ = run_main([*BASE, *ONE, *POOL, *CPU, "--requeue-after", "2s"], capsys)
+    assert code == 0
+    for label in ("pool slot wait mean s (per pass)", "CPU wait for a core mean s",
+                  "CPU cores busy (mean)", "requeue_after reconciles (RequeueAfter)",
+                  "pool 2 slots x fraction 0.5", "CPU fraction 0.5 on 2 cores",
+                  "RequeueAfter 2s"):
+        assert label in out
+
+
+@pytest.mark.parametrize(("extra", "ceiling"), [
+    (["--pool-size", "3", "--pool-fraction", "0.6"], 3 / (0.6 * 0.05)),
+    (["--cpu-cores", "2", "--cpu-fraction", "0.8"], 2 / (0.8 * 0.05)),
+])
+def test_simulate_pool_and_cores_cap_throughput(
+    extra: list[str], ceiling: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = sim_json(["simulate", "--arrival-rate", "400", "--keys", "100000", "--workers", "16",
+                     "--service-mean", "50ms", *extra, "--duration", "120", "--warmup", "10"],
+                    capsys)
+    assert 3 * ceiling < 16 / 0.05  # the workers are not the limit
+    assert data["throughput_per_s"] == pytest.approx(ceiling, rel=0.04)
+
+
+def _last_value(text: str, head: str) -> float:
+    """The last sample of the series written exactly as ``head`` (name and labels)."""
+    return float([x for x in text.splitlines() if x.startswith(head + " ")][-1].split()[-2])
+
+
+def test_simulate_emit_openmetrics_with_cpu_and_polling_is_accepted_by_promtool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    promtool = require_binary("promtool", PROMETHEUS_HINT)
+    om = tmp_path / "sim.om"
+    data = sim_json(["simulate", "--arrival-rate", "20", "--keys", "100", "--workers", "4",
+                     "--service-mean", "50ms", *CPU, "--requeue-after", "30s",
+                     "--duration", "5m", "--emit-openmetrics", str(om), "--pod", "ctrl-1"],
+                    capsys)
+    text = om.read_text()
+    polls = _last_value(text, 'controller_runtime_reconcile_total{controller="simulated",'
+                        'pod="ctrl-1",result="requeue_after"}')
+    assert polls == data["requeue_after"] > 0
+    _, retries, _ = _last_sample(text, "workqueue_retries_total")
+    assert retries == polls  # every AddAfter counts
+    assert _last_value(text, 'go_sched_gomaxprocs_threads{pod="ctrl-1"}') == 2
+    cpu = _last_value(text, 'process_cpu_seconds_total{pod="ctrl-1"}')
+    # the CPU seconds of the run: about its passes × 0.5 × 50 ms
+    assert cpu == pytest.approx(data["completed"] * 0.5 * 0.05, rel=0.1)
+    assert 'go_sched_latencies_seconds_bucket{pod="ctrl-1",le="+Inf"}' in text
+    tsdb = tmp_path / "tsdb"
+    tsdb.mkdir()
+    proc = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(om),
+                           str(tsdb)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_station_caps_are_the_simulators() -> None:
+    from dashboard.commands import simulate as cmd
+    from models import simulate as sim
+
+    assert (cmd.MAX_POOL_SIZE, cmd.MAX_CPU_CORES, cmd.MAX_REQUEUE_AFTER_S) == (
+        sim.MAX_POOL_SIZE, sim.MAX_CPU_CORES, sim.MAX_REQUEUE_AFTER_S)
+
+
+def test_simulate_help_states_the_pool_cpu_and_polling_flags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run_main(["simulate", "--help"], capsys)
+    assert code == 0
+    text = " ".join(out.split())
+    for flag in ("--pool-size K", "--pool-fraction F", "--cpu-cores N", "--cpu-fraction F",
+                 "--requeue-after DURATION"):
+        assert flag in text
+    assert "bare number = seconds" in text.split("--requeue-after DURATION ", 1)[1][:300]
+    assert "K/(F x service mean)" in text
+    assert "N/(F x service mean)" in text
