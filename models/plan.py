@@ -334,6 +334,8 @@ def _plan(r: PlanRequest, settings: AnalysisSettings,
     rec, rule = _recommendation(verdicts, c, a)
     binding, contention, fit = lim.binding, lim.contention, lim.fit
     ceiling, basis = _ceiling(binding, contention, a, c)
+    if ceiling is None and lim.sizing is not None and lim.sizing.ceiling_basis is not None:
+        ceiling, basis = lim.sizing.ceiling_per_s, lim.sizing.ceiling_basis
     sizing = lim.sizing.inputs if lim.sizing is not None else None
     table = a.table if sizing is a.sizing else None
     if table is None and sizing is not None:

@@ -160,3 +160,81 @@ class CeilingModel:
             "pass_mean_s": np.where(stable, passes, closed),
             "decay_per_s": np.where(stable, xc - lam, nan),
         }
+
+
+FIT_GRID = 48
+"""Candidates per parameter of :func:`fit_ceiling` (demand D and the pass time without waiting
+S₀), geometric: a ceiling to within 5 % of the grid's best at a few milliseconds a queue."""
+
+FIT_SPREAD_MIN = 1.5
+"""Largest / smallest passes in flight among the points: with less spread the pass times come
+from one operating point, which any pair (S₀, D) on a curve through it explains equally well
+(seen on a lock at constant load: the fit then says 25.7/s for a 16.7/s lock)."""
+
+
+def _fes_pass_s(lam: float, c: int, xs: FloatArray) -> FloatArray:
+    """The flow-equivalent server's mean pass time at demand λ and c workers for every column
+    of ``xs`` (X(k) of each candidate network in row k); c / X(c) where λ ≥ X(c)."""
+    x = xs[1:c + 1]
+    logpi = np.vstack((np.zeros((1, xs.shape[1])), np.cumsum(np.log(lam / x), axis=0)))
+    pi = np.exp(logpi - logpi.max(axis=0))
+    k = np.arange(c + 1, dtype=np.float64)[:, np.newaxis]
+    head, head_n, pic, xc = pi.sum(axis=0), (k * pi).sum(axis=0), pi[c], x[c - 1]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        r = np.where(lam < xc, lam / xc, np.nan)
+        tail = pic * r / (1.0 - r)
+        queued = pic * r / (1.0 - r) ** 2
+        in_system = head_n + pic * (c * r / (1.0 - r) + r / (1.0 - r) ** 2)
+        passes = (in_system - queued) / (head + tail) / lam
+    out: FloatArray = np.where(lam < xc, passes, c / xc)
+    return out
+
+
+def fit_ceiling(throughput_per_s: FloatArray, service_mean_s: FloatArray,
+                busy_workers: FloatArray, workers: FloatArray, station_cv2: float = 1.0
+                ) -> tuple[float, float] | None:
+    """(X* = 1/D, S₀): the shared resource and the pass time without waiting for it that
+    best explain a history's pass times (least squares on their logarithms), or None when the
+    points cannot show one.
+
+    Each point is the model above at its own demand (its throughput) and worker count: its
+    pass time is the flow-equivalent server's, from the mean-value analysis of the candidate
+    network (Z = S₀ − D). A shared resource makes the pass longer as the load grows. Points
+    with fewer than 1.2 busy workers carry little queueing and are left out; the rest must
+    span :data:`FIT_SPREAD_MIN` in busy workers. S₀ is searched up to the shortest pass time
+    measured, D up to the largest the points allow (X ≤ 1/D, D ≤ S₀); a fitted resource
+    never half busy at the fastest point shows no ceiling (None)."""
+    x = np.asarray(throughput_per_s, dtype=np.float64)
+    s = np.asarray(service_mean_s, dtype=np.float64)
+    n = np.asarray(busy_workers, dtype=np.float64)
+    w = np.rint(np.asarray(workers, dtype=np.float64))
+    ok = (np.isfinite(x) & np.isfinite(s) & np.isfinite(n) & np.isfinite(w) & (x > 0)
+          & (s > 0) & (n >= 1.2) & (w >= 1) & (w <= 10_000))
+    if np.count_nonzero(ok) < 5:
+        return None
+    x, s, n, w = x[ok], s[ok], n[ok], w[ok].astype(np.int64)
+    if float(n.max()) / float(n.min()) < FIT_SPREAD_MIN:
+        return None
+    s_min = float(s.min())
+    free = np.repeat(np.geomspace(0.2 * s_min, s_min, FIT_GRID), FIT_GRID)
+    frac = np.tile(np.geomspace(0.01, 1.0, FIT_GRID), FIT_GRID)
+    demand = np.minimum(free, 1.0 / float(x.max())) * frac
+    delay = np.maximum(free - demand, 0.0)
+    top = int(w.max())
+    xs = np.zeros((top + 1, demand.size))
+    q = np.zeros(demand.size)
+    u = np.zeros(demand.size)
+    residual = (1.0 - station_cv2) / 2.0
+    for k in range(1, top + 1):
+        res = demand * (1.0 + q - u * residual)
+        thr = np.minimum(k / (delay + res), 1.0 / demand)
+        q, u = thr * res, thr * demand
+        xs[k] = thr
+    err = np.zeros(demand.size)
+    for lam, c, pass_s in zip(x.tolist(), w.tolist(), s.tolist(), strict=True):
+        err += (math.log(pass_s) - np.log(_fes_pass_s(lam, c, xs))) ** 2
+    best = int(np.argmin(err))
+    d = float(demand[best])
+    if float(x.max()) * d < 0.5:
+        return None  # a resource never half busy: the points do not show its ceiling
+    return 1.0 / d, float(free[best])

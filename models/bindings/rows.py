@@ -28,10 +28,16 @@ import numpy as np
 
 from models.advisor import QueueHistory
 from models.bindings import CEILING_LIMITS
+from models.bindings.ceiling import fit_ceiling
 from models.contention import UslFit
 from models.whatif import WhatIfInputs, whatif_tables
 
 __all__ = ["LimitSizing", "free_pass_time", "limit_prediction", "limit_sizing"]
+
+FITTED_BASIS = ("fitted: the demand of one shared resource (mean-value analysis of the "
+                "passes in flight) that best explains how the range's pass times grew with "
+                "the busy workers")
+"""The basis of a ceiling the rows fitted (:func:`models.bindings.ceiling.fit_ceiling`)."""
 
 FREE_PASS_QUANTILE = 0.1
 """The quantile of the range's mean work times taken for the pass time without waiting: the
@@ -50,6 +56,9 @@ class LimitSizing:
     """S₀, the pass time without waiting for the shared resource, when a ceiling applies."""
     basis: str
     """How the rows model the limit, in words."""
+    ceiling_basis: str | None = None
+    """How the ceiling was measured, when the rows found it themselves (the contention
+    verdict gave none): :data:`FITTED_BASIS`."""
 
 
 def free_pass_time(service_now_s: float, evidence: Mapping[str, Any],
@@ -77,10 +86,19 @@ def limit_sizing(binding: str, sizing: WhatIfInputs, contention: Mapping[str, An
     """The sweep inputs under ``binding`` (module docstring)."""
     ev: Mapping[str, Any] = contention or {}
     ceiling = ev.get("ceiling_reconciles_per_s")
+    fitted = False
+    fitted_free = 0.0
+    if binding in CEILING_LIMITS and not (isinstance(ceiling, float) and ceiling > 0) \
+            and history is not None and sizing.keys is None:
+        found = fit_ceiling(history.throughput_per_s, history.service_mean_s,
+                            history.busy_workers, history.workers, CEILING_LIMITS[binding])
+        if found is not None:
+            ceiling, fitted_free = found
+            fitted = True
     if binding in CEILING_LIMITS and isinstance(ceiling, float) and ceiling > 0 \
             and sizing.keys is None:
-        share = _queue_share(ceiling, ev, demand_now_per_s)
-        free = free_pass_time(sizing.service_mean_s, ev, history)
+        share = _queue_share(ceiling, ev, demand_now_per_s) if not fitted else ceiling
+        free = fitted_free if fitted else free_pass_time(sizing.service_mean_s, ev, history)
         inputs = replace(sizing, service_mean_s=free, ceiling_per_s=share,
                          ceiling_cv2=CEILING_LIMITS[binding], sigma=None, kappa=None)
         part = ("" if share == ceiling else
@@ -89,7 +107,8 @@ def limit_sizing(binding: str, sizing: WhatIfInputs, contention: Mapping[str, An
             inputs, share, free,
             f"the rows obey the ceiling of {share:.3g}/s{part}: throughput never above it, "
             f"the pass time ({free:.3g} s without waiting) stretched by the wait for the "
-            "shared resource as the workers queue on it")
+            "shared resource as the workers queue on it",
+            FITTED_BASIS if fitted else None)
     if binding == "coherency" and fit is not None and fit.gamma > 0:
         inputs = replace(sizing, service_mean_s=1.0 / fit.gamma, sigma=fit.sigma,
                          kappa=fit.kappa)

@@ -175,6 +175,13 @@ STEP_REGIMES: tuple[Regime, ...] = (
         frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
         "contention (an invisible rate limit)", "shared_resource", ceiling_per_s=12.0),
     Regime(
+        "step_pool", "1 → 2 → 3 workers, 50 ms passes holding one of 2 connections of a pool "
+        "for 90 % of the pass (ceiling 2 / 45 ms ≈ 44/s), offered 60/s",
+        60.0, {"workers": STEPS, "service_mean_s": 0.05, "pool_size": 2,
+               "pool_fraction": 0.9},
+        frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
+        "contention (the pool)", "shared_resource", ceiling_per_s=2 / 0.045),
+    Regime(
         "step_api", "1 → 2 → 3 workers, 50 ms passes with 2 API calls through one 20 QPS "
         "token bucket (ceiling 10/s), offered 16/s",
         16.0, {"workers": STEPS, "service_mean_s": 0.05, "api_calls": 2, "api_qps": 20.0,
