@@ -39,6 +39,12 @@ FITTED_BASIS = ("fitted: the demand of one shared resource (mean-value analysis 
                 "the busy workers")
 """The basis of a ceiling the rows fitted (:func:`models.bindings.ceiling.fit_ceiling`)."""
 
+NO_CEILING_BASIS = (
+    "no ceiling could be measured (the verdict gave none, and the range's load did not vary "
+    "enough to fit one): the rows are the worker-count model's, and past the shared "
+    "limit's ceiling more workers will not deliver them")
+"""The rows' basis under a ceiling-type limit whose ceiling is not known."""
+
 FREE_PASS_QUANTILE = 0.1
 """The quantile of the range's mean work times taken for the pass time without waiting: the
 quietest tenth of the range is where the passes waited least for the shared resource, and a
@@ -109,6 +115,8 @@ def limit_sizing(binding: str, sizing: WhatIfInputs, contention: Mapping[str, An
             f"the pass time ({free:.3g} s without waiting) stretched by the wait for the "
             "shared resource as the workers queue on it",
             FITTED_BASIS if fitted else None)
+    if binding in CEILING_LIMITS and sizing.keys is None:
+        return LimitSizing(sizing, None, None, NO_CEILING_BASIS)
     if binding == "coherency" and fit is not None and fit.gamma > 0:
         inputs = replace(sizing, service_mean_s=1.0 / fit.gamma, sigma=fit.sigma,
                          kappa=fit.kappa)

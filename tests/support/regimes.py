@@ -61,7 +61,8 @@ REGIMES: tuple[Regime, ...] = (
         "(ceiling 1/0.06 s ≈ 16.7/s)",
         14.0, {"workers": 4, "lock_fraction": 0.6},
         frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
-        "contention (the lock)", "shared_resource", frozenset({"constant"})),
+        "contention (the lock)", "shared_resource", frozenset({"constant"}),
+        ceiling_per_s=1 / 0.06),
     Regime(
         "retrograde", "c=12, coherency σ=0.05, κ=0.02 (USL peak at N*≈6.9)",
         26.0, {"workers": 12, "coherence": (0.05, 0.02)},
@@ -73,7 +74,7 @@ REGIMES: tuple[Regime, ...] = (
         9.0, {"workers": 8, "service_mean_s": 0.05, "api_calls": 2, "api_qps": 20.0,
               "api_burst": 20, "api_latency_s": 0.01},
         frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
-        "contention (the API client limiter)", "client_limiter"),
+        "contention (the API client limiter)", "client_limiter", ceiling_per_s=10.0),
     Regime(
         "hot_key", "c=8, 80 % of notifications on one key (it needs 12 passes/s, "
         "serial at 10/s)",
@@ -112,14 +113,16 @@ REGIMES: tuple[Regime, ...] = (
                "api_latency_s": 0.05, "apf_seats": 4, "apf_background_rate_per_s": 35.0,
                "apf_background_latency_s": 0.05},
         frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
-        "contention (the API server's priority level)", "api_server"),
+        "contention (the API server's priority level)", "api_server",
+        ceiling_per_s=22.5),
     Regime(
         "webhook_bound", "c=8, 50 ms passes with 1 write through a validating webhook of 2 "
         "slots × 100 ms (ceiling 20 writes/s)",
         16.0, {"workers": 8, "service_mean_s": 0.05, "api_calls": 1, "api_writes": 1,
                "api_latency_s": 0.01, "webhook_latency_s": 0.1, "webhook_concurrency": 2},
         frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
-        "contention (the admission webhook)", "admission_webhook"),
+        "contention (the admission webhook)", "admission_webhook",
+        ceiling_per_s=20.0),
     Regime(
         "apf_roomy", "c=2, 0.1 s passes with 1 API call into a workload-low level of 20 seats "
         "that other clients keep 25 % busy (the look-alike of apf_saturated: the API server "
@@ -345,4 +348,31 @@ def step_misses(case: Case, queue: dict[str, Any], row: dict[str, Any], probe: A
         out.append(f"wait at c={PROBE_WORKERS} {row['wait_mean_s']} vs {probe.wait_mean_s:.3g}")
     elif not keeps_up and row["wait_mean_s"] is not None:
         out.append("a finite wait where the backlog grows")
+    return out
+
+
+def matrix_row_misses(case: Case, queue: dict[str, Any], row: dict[str, Any], probe: Any,
+                      demand: float) -> list[str]:
+    """What the plan of a contention case with a known mechanism ceiling got wrong (empty:
+    right): its ceiling within :data:`CEILING_TOLERANCE` of the mechanism's — or, where it
+    gives none, the rows say why — and, with a ceiling, its row at twice the current count
+    (``probe``: the mechanism simulated there, offered ``demand``) within
+    :data:`ROW_TOLERANCE` in throughput, "the backlog grows" exactly where the simulated
+    queue falls behind."""
+    plan = queue["plan"]
+    want = case.regime.ceiling_per_s
+    assert want is not None
+    got = plan["ceiling_per_s"]
+    if got is None:
+        return [] if "no ceiling could be measured" in plan["rows_basis"] else \
+            ["no ceiling and no reason"]
+    out: list[str] = []
+    if abs(got / want - 1) > CEILING_TOLERANCE:
+        out.append(f"ceiling {got:.3g} vs {want:.3g}")
+    if abs(row["throughput_per_s"] / probe.throughput_per_s - 1) > ROW_TOLERANCE:
+        out.append(f"throughput {row['throughput_per_s']:.3g} vs {probe.throughput_per_s:.3g}")
+    keeps_up = probe.throughput_per_s >= 0.97 * demand
+    if bool(row["stable"]) != keeps_up:
+        out.append(f"stable={row['stable']} but the mechanism "
+                   + ("keeps up" if keeps_up else "falls behind"))
     return out
