@@ -15,27 +15,17 @@ from types import MappingProxyType
 from typing import Any
 
 from dashboard.numbers import number_text, sig
+from models.bindings import limits
 from models.change import CHANGE_MIN_POINTS
 
 __all__ = ["BINDING_LABELS", "binding_label", "change_notes", "change_text",
            "change_wait_text", "confidence_text", "evidence_label", "evidence_value",
            "plan_cells", "plan_facts", "rate_text", "workers_text"]
 
-BINDING_LABELS: Mapping[str, str] = MappingProxyType({
-    "workers": "workers",
-    "shared_resource": "shared resource (lock, pool, downstream)",
-    "client_limiter": "API client limiter",
-    "api_server": "API server priority level (APF)",
-    "admission_webhook": "admission webhook",
-    "write_conflicts": "write conflicts (409)",
-    "coherency": "coherency (past the peak)",
-    "hot_key": "hot key",
-    "retry_policy": "retry policy",
-    "stuck_worker": "stuck worker",
-    "none": "none",
-    "unknown": "not known",
-})
-"""Short labels of the binding limits (the plan's ``binding_text`` says it in full)."""
+BINDING_LABELS: Mapping[str, str] = MappingProxyType(
+    {name: lim.label for name, lim in limits().items()})
+"""Short labels of the binding limits (the plan's ``binding_text`` says it in full), as each
+limit's module of :mod:`models.bindings` declares them."""
 
 
 def binding_label(code: str | None) -> str:

@@ -37,7 +37,7 @@ the drain, a too-short "after"), with the rate window of the plan's range read
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
@@ -47,13 +47,16 @@ import numpy as np
 import numpy.typing as npt
 
 from models.advisor import Assessment, QueueHistory, Verdict
+from models.bindings import limits
+from models.bindings.registry import KnobKind
 from models.bindings.rows import LimitSizing, limit_prediction, limit_sizing
 from models.change import CHANGE_MIN_POINTS, ChangeCheck, check_change, point_window_s
 from models.contention import UslFit, usl_throughput
 from models.errors import ModelInputError
 from models.flowschema import flowschema_manifest
-from models.options import BINDING_WORDS, OPTIONS, Option
+from models.options import Option
 from models.settings import AnalysisSettings
+from models.verdicts.kinds import Kind
 from models.whatif import WhatIfInputs, WhatIfTable, whatif_tables
 
 __all__ = [
@@ -83,11 +86,9 @@ RULES: Mapping[str, str] = MappingProxyType({
 utilization target in %)."""
 
 _KIND_LIMIT: Mapping[str, str] = MappingProxyType({
-    "add_workers": "workers", "backlog_growing": "workers", "hot_key": "hot_key",
-    "retry_storm": "retry_policy", "stuck_workers": "stuck_worker",
-    "over_provisioned": "none", "healthy": "none", "insufficient_data": "unknown",
-    "requeue_misuse": "none", "long_passes": "none", "priority_starvation": "workers",
-})
+    kind: lim.name for lim in limits().values() for kind in lim.kinds})
+"""verdict kind -> the binding limit it names (each limit's module of :mod:`models.bindings`
+declares its kinds)."""
 
 
 @dataclass(frozen=True)
@@ -302,7 +303,7 @@ class _Limit:
 def _limit(r: PlanRequest, settings: AnalysisSettings) -> _Limit:
     a = r.assessment
     binding = _binding(a.verdicts)
-    contention = next((v for v in a.verdicts if v.kind == "contention"), None)
+    contention = next((v for v in a.verdicts if v.kind == Kind.CONTENTION), None)
     # The one USL gate: the advisor's own R² threshold (a curve that explains less is not
     # shown or used anywhere).
     fit = a.usl if a.usl is not None and a.usl.r2 >= settings.thresholds.usl_r2_min else None
@@ -360,14 +361,14 @@ def _plan(r: PlanRequest, settings: AnalysisSettings,
     return CapacityPlan(
         queue=r.queue, workers_now=c, recommended_workers=rec, rule=rule,
         rule_text=RULES[rule].format(q=q_pct, u=u_pct), binding_limit=binding,
-        binding_text=BINDING_WORDS[binding], ceiling_per_s=ceiling, ceiling_basis=basis,
+        binding_text=limits()[binding].words, ceiling_per_s=ceiling, ceiling_basis=basis,
         demand_per_s=a.sizing.arrival_rate_per_s if a.sizing is not None else None,
         demand_now_per_s=r.demand_now_per_s,
         service_mean_s=a.sizing.service_mean_s if a.sizing is not None else None,
         rows_basis=lim.sizing.basis if lim.sizing is not None else "",
         headline=lead.headline, kind=lead.kind, severity=lead.severity,
         confidence=lead.confidence, caveats=_caveats(verdicts, a, table, h),
-        knobs=_knobs(binding, r, rec, contention), options=OPTIONS[binding],
+        knobs=_knobs(binding, r, rec, contention), options=limits()[binding].options,
         model=table.model if table is not None else None, band_source=band_source,
         verdicts=verdicts, settings=settings, sizing=sizing, usl=usl,
         tags=tuple(v.kind for v in verdicts), table=table, band=band, fit=fit, history=h,
@@ -407,13 +408,13 @@ def _recommendation(verdicts: Sequence[Verdict], c: int | None, a: Assessment
     for v in verdicts:
         n = v.recommendation.get("workers")
         if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
-            if v.kind == "over_provisioned":
+            if v.kind == Kind.OVER_PROVISIONED:
                 return n, "fewer"
             slo_c = v.recommendation.get("workers_for_slo")
             return n, "slo" if slo_c == n else "utilization_target"
-    if c is None or any(v.kind == "insufficient_data" for v in verdicts):
+    if c is None or any(v.kind == Kind.INSUFFICIENT_DATA for v in verdicts):
         return None, "none"
-    contention = next((v for v in verdicts if v.kind == "contention"), None)
+    contention = next((v for v in verdicts if v.kind == Kind.CONTENTION), None)
     if contention is not None:
         useful = contention.recommendation.get("workers_max_useful")
         if isinstance(useful, int) and 1 <= useful < c:
@@ -424,7 +425,7 @@ def _recommendation(verdicts: Sequence[Verdict], c: int | None, a: Assessment
 
 def _binding(verdicts: Sequence[Verdict]) -> str:
     for v in verdicts:
-        if v.kind == "contention":
+        if v.kind == Kind.CONTENTION:
             return str(v.evidence.get("binding_limit") or "shared_resource")
     for v in verdicts:
         limit = _KIND_LIMIT.get(v.kind)
@@ -441,13 +442,11 @@ def _ceiling(binding: str, contention: Verdict | None, a: Assessment, c: int | N
             return value, str(contention.evidence.get("ceiling_basis") or "")
         return None, None
     svc = a.sizing.service_mean_s if a.sizing is not None else None
-    if svc is None or svc <= 0:
+    estimate = limits()[binding].ceiling
+    if svc is None or svc <= 0 or estimate is None:
         return None, None
-    if binding == "hot_key":
-        return 1.0 / svc, "one worker on the hot key: 1 / mean work time (for that key)"
-    if binding == "workers" and c is not None:
-        return c / svc, "workers ÷ mean work time (c·μ) at the current count"
-    return None, None
+    found = estimate(svc, c)
+    return found if found is not None else (None, None)
 
 
 def _caveats(verdicts: Sequence[Verdict], a: Assessment, table: WhatIfTable | None,
@@ -481,45 +480,48 @@ def _knobs(binding: str, r: PlanRequest, rec: int | None, contention: Verdict | 
     queue = r.queue
     kcm = r.framework == "component-base"
     ev = contention.evidence if contention is not None else {}
-    in_flight = ev.get("api_request_s_per_s")
-    level = ev.get("apf_priority_level") or "workload-low"
-    workers = (Knob(f"--concurrent-{queue.replace('_', '-')}-syncs",
-                    f"kube-controller-manager flag (or its config file) for this "
-                    f"controller: --concurrent-{queue.replace('_', '-')}-syncs={n}") if kcm
-               else Knob("MaxConcurrentReconciles",
-                         f"controller-runtime: controller.Options{{MaxConcurrentReconciles: "
-                         f"{n}}} (builder .WithOptions) for this controller"))
-    client = (Knob("--kube-api-qps / --kube-api-burst",
-                   "kube-controller-manager flags: the process's client token bucket") if kcm
-              else Knob("rest.Config QPS / Burst",
-                        "the manager's rest.Config (client-go defaults 5 / 10): the token "
-                        "bucket shared by every controller of the process"))
-    # One FlowSchema per ServiceAccount, so per process: named after the process (its job,
-    # which every queue of the manager shares), sized by the process's requests in flight;
-    # built only where the API server or the client limiter binds.
-    who = r.process_name or queue
-    server = Knob("FlowSchema", "a FlowSchema matching the ServiceAccount of the process "
-                  f"{who!r}, with its own priority level (it now lands in {level}, shared "
-                  "with every other ServiceAccount of that level)",
-                  flowschema_manifest(who, namespace=r.namespace,
-                                      api_request_s_per_s=in_flight
-                                      if isinstance(in_flight, float) else None)
-                  if binding in ("api_server", "client_limiter") else None)
-    hook = ev.get("admission_webhook")
-    webhook = Knob("ValidatingWebhookConfiguration / MutatingWebhookConfiguration",
-                   (f"the webhook {hook}: " if hook else "the webhook: ")
-                   + "more replicas of its server, or rules / namespaceSelector / "
-                   "objectSelector that leave out this controller's writes; timeoutSeconds "
-                   "bounds each call")
-    if binding in ("workers", "coherency", "none"):
-        return (workers,)
-    if binding == "client_limiter":
-        return (client, server)
-    if binding == "api_server":
-        return (server, client)
-    if binding == "admission_webhook":
-        return (webhook,)
-    return ()
+
+    def workers() -> Knob:
+        flag = f"--concurrent-{queue.replace('_', '-')}-syncs"
+        return (Knob(flag, "kube-controller-manager flag (or its config file) for this "
+                           f"controller: {flag}={n}") if kcm
+                else Knob("MaxConcurrentReconciles",
+                          f"controller-runtime: controller.Options{{MaxConcurrentReconciles: "
+                          f"{n}}} (builder .WithOptions) for this controller"))
+
+    def client_qps() -> Knob:
+        return (Knob("--kube-api-qps / --kube-api-burst",
+                     "kube-controller-manager flags: the process's client token bucket") if kcm
+                else Knob("rest.Config QPS / Burst",
+                          "the manager's rest.Config (client-go defaults 5 / 10): the token "
+                          "bucket shared by every controller of the process"))
+
+    def flowschema() -> Knob:
+        # One FlowSchema per ServiceAccount, so per process: named after the process (its
+        # job, which every queue of the manager shares), sized by the process's requests in
+        # flight.
+        in_flight = ev.get("api_request_s_per_s")
+        level = ev.get("apf_priority_level") or "workload-low"
+        who = r.process_name or queue
+        return Knob("FlowSchema", "a FlowSchema matching the ServiceAccount of the process "
+                    f"{who!r}, with its own priority level (it now lands in {level}, shared "
+                    "with every other ServiceAccount of that level)",
+                    flowschema_manifest(who, namespace=r.namespace,
+                                        api_request_s_per_s=in_flight
+                                        if isinstance(in_flight, float) else None))
+
+    def webhook() -> Knob:
+        hook = ev.get("admission_webhook")
+        return Knob("ValidatingWebhookConfiguration / MutatingWebhookConfiguration",
+                    (f"the webhook {hook}: " if hook else "the webhook: ")
+                    + "more replicas of its server, or rules / namespaceSelector / "
+                    "objectSelector that leave out this controller's writes; timeoutSeconds "
+                    "bounds each call")
+
+    build: Mapping[KnobKind, Callable[[], Knob]] = {
+        "workers": workers, "client_qps": client_qps, "flowschema": flowschema,
+        "webhook": webhook}
+    return tuple(build[k]() for k in limits()[binding].knobs)
 
 
 def _measured(h: QueueHistory | None

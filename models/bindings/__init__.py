@@ -11,6 +11,12 @@ and utilization at every worker count — come from that limit's model, so a pla
   of :mod:`models.bindings.ceiling`;
 * the worker-count steps of the history: :mod:`models.bindings.steps` reads a ceiling from a
   count that rose while the throughput did not follow.
+
+Each limit is one module here declaring its :class:`~models.bindings.registry.BindingLimit`
+(words, label, options, rows model, the verdict kinds and contention reasons that name it,
+its knobs and ceiling estimator) with one :func:`~models.bindings.registry.register` call;
+the modules are imported below (the registry lists them in that order). Adding a limit is
+one module and its name in that import.
 """
 
 from __future__ import annotations
@@ -18,16 +24,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-__all__ = ["CEILING_LIMITS"]
+from models.bindings import (  # noqa: F401  (each module registers its limit)
+    admission_webhook,
+    api_server,
+    client_limiter,
+    coherency,
+    hot_key,
+    none,
+    retry_policy,
+    shared_resource,
+    stuck_worker,
+    unknown,
+    workers,
+    write_conflicts,
+)
+from models.bindings.registry import BindingLimit, limits
+
+__all__ = ["CEILING_LIMITS", "BindingLimit", "limits"]
 
 CEILING_LIMITS: Mapping[str, float] = MappingProxyType({
-    "client_limiter": 0.0,
-    "shared_resource": 1.0,
-    "api_server": 1.0,
-    "admission_webhook": 1.0,
-    "write_conflicts": 1.0,
-    "cpu": 1.0,
-})
+    lim.name: lim.ceiling_cv2 for lim in limits().values() if lim.ceiling_cv2 is not None})
 """The limits whose rows follow the shared-ceiling model, with the cv² of the shared
 resource's service: 0 for the client's token bucket (it spaces its tokens evenly:
 golang.org/x/time/rate), 1 where a resource is held for a variable time (a lock, a pool, an

@@ -1,0 +1,40 @@
+"""The verdict kinds and severities, typed (standard library only, so that the CLI's help
+and :mod:`models.bindings` can name them without importing the rules).
+
+Verdict kinds are stable identifiers (:class:`Kind`, a ``str`` enum: its members compare equal
+to, and serialize as, their plain names). The rule that gives each kind, and its order of
+impact, are registered in :mod:`models.verdicts.registry` (:data:`~models.verdicts.registry.
+KINDS` lists them by impact; the members here are declared in that order). Severities run
+from ``critical`` to ``ok`` (:data:`SEVERITIES`).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+__all__ = ["SEVERITIES", "Kind", "Severity"]
+
+
+class Kind(StrEnum):
+    """Every verdict kind (the rule that gives it is registered in
+    :mod:`models.verdicts.registry`)."""
+
+    STUCK_WORKERS = "stuck_workers"
+    RETRY_STORM = "retry_storm"
+    BACKLOG_GROWING = "backlog_growing"
+    CONTENTION = "contention"
+    ADD_WORKERS = "add_workers"
+    HOT_KEY = "hot_key"
+    PRIORITY_STARVATION = "priority_starvation"
+    REQUEUE_MISUSE = "requeue_misuse"
+    LONG_PASSES = "long_passes"
+    OVER_PROVISIONED = "over_provisioned"
+    INSUFFICIENT_DATA = "insufficient_data"
+    HEALTHY = "healthy"
+
+
+Severity = Literal["critical", "warning", "info", "ok"]
+
+SEVERITIES: tuple[Severity, ...] = ("critical", "warning", "info", "ok")
+"""Severity levels, most urgent first."""
