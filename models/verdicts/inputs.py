@@ -1,0 +1,275 @@
+"""What the advisor reads: one queue's signals, its history and its process's totals.
+
+The snapshot is read through the :class:`QueueSignals` protocol (``collectors.types.
+QueueSnapshot`` satisfies it structurally); range data come as an optional
+:class:`QueueHistory` of numpy arrays for the contention fit and the trend rules. Metric
+semantics follow ``workqueue-metrics.md`` §6 (see :mod:`models.advisor`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from models.errors import ModelInputError
+
+__all__ = [
+    "CORE_FIELDS",
+    "HISTORY_FIELDS",
+    "FloatArray",
+    "ProcessTotals",
+    "QueueHistory",
+    "QueueSignals",
+    "histories_from_table",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+CORE_FIELDS: tuple[str, ...] = ("arrival_rate_per_s", "service_mean_s", "workers")
+"""Without these the capacity rules (add workers, backlog, over-provisioned) cannot run."""
+
+
+class QueueSignals(Protocol):
+    """The snapshot fields the advisor reads (``collectors.types.QueueSnapshot`` has them all).
+
+    Rates per second, durations in seconds; ``None`` = not measured, with the reason in
+    ``missing[field]``.
+    """
+
+    @property
+    def queue(self) -> str: ...
+    @property
+    def arrival_rate_per_s(self) -> float | None: ...
+    @property
+    def throughput_per_s(self) -> float | None: ...
+    @property
+    def service_mean_s(self) -> float | None: ...
+    @property
+    def busy_workers(self) -> float | None: ...
+    @property
+    def workers(self) -> float | None: ...
+    @property
+    def utilization(self) -> float | None: ...
+    @property
+    def depth_mean(self) -> float | None: ...
+    @property
+    def depth_current(self) -> float | None: ...
+    @property
+    def depth_while_idle(self) -> float | None: ...
+    @property
+    def queue_wait_mean_s(self) -> float | None: ...
+    @property
+    def queue_wait_p95_s(self) -> float | None: ...
+    @property
+    def work_p50_s(self) -> float | None: ...
+    @property
+    def work_p99_s(self) -> float | None: ...
+    @property
+    def retries_per_s(self) -> float | None: ...
+    @property
+    def errors_per_s(self) -> float | None: ...
+    @property
+    def reconcile_results_per_s(self) -> Mapping[str, float]: ...
+    @property
+    def api_calls_per_s(self) -> float | None: ...
+    @property
+    def api_calls_by_class_per_s(self) -> Mapping[str, float]: ...
+    @property
+    def throttle_s_per_s(self) -> float | None: ...
+    @property
+    def unfinished_work_s(self) -> float | None: ...
+    @property
+    def unfinished_work_growth(self) -> float | None: ...
+    @property
+    def longest_running_s(self) -> float | None: ...
+    @property
+    def api_request_s_per_s(self) -> float | None: ...
+    @property
+    def api_writes_per_s(self) -> float | None: ...
+    @property
+    def apf_priority_level(self) -> str | None: ...
+    @property
+    def apf_wait_mean_s(self) -> float | None: ...
+    @property
+    def apf_rejected_per_s(self) -> float | None: ...
+    @property
+    def apf_inqueue_mean(self) -> float | None: ...
+    @property
+    def apf_seats_in_use_mean(self) -> float | None: ...
+    @property
+    def apf_seat_limit(self) -> float | None: ...
+    @property
+    def admission_webhook_mean_s(self) -> Mapping[str, float]: ...
+    @property
+    def apiserver_write_latency_mean_s(self) -> float | None: ...
+    @property
+    def apiserver_write_sli_mean_s(self) -> float | None: ...
+    @property
+    def depth_by_priority(self) -> Mapping[str, float]: ...
+    @property
+    def depth_min_by_priority(self) -> Mapping[str, float]: ...
+    @property
+    def missing(self) -> Mapping[str, str]: ...
+
+
+HISTORY_FIELDS: tuple[str, ...] = (
+    "arrival_rate_per_s",
+    "throughput_per_s",
+    "busy_workers",
+    "workers",
+    "service_mean_s",
+    "depth",
+    "queue_wait_mean_s",
+    "unfinished_work_s",
+    "longest_running_s",
+    "errors_per_s",
+    "retries_per_s",
+    "api_calls_per_s",
+    "api_409_per_s",
+    "api_429_per_s",
+    "throttle_s_per_s",
+)
+"""The series of a :class:`QueueHistory`, each aligned with ``t_s``."""
+
+
+@dataclass(frozen=True, eq=False)
+class QueueHistory:
+    """One queue's signals over a time range, aligned on ``t_s`` (unix seconds, increasing).
+
+    Each array has the length of ``t_s``; NaN marks a point that was not measured (this is the
+    only place NaN is allowed, and nothing computed from it reaches a verdict as NaN).
+    ``depth`` is the mean depth over each point's window; ``api_409_per_s`` and
+    ``api_429_per_s`` are the process's conflict and throttled responses.
+    """
+
+    t_s: FloatArray
+    arrival_rate_per_s: FloatArray
+    throughput_per_s: FloatArray
+    busy_workers: FloatArray
+    workers: FloatArray
+    service_mean_s: FloatArray
+    depth: FloatArray
+    queue_wait_mean_s: FloatArray
+    unfinished_work_s: FloatArray
+    longest_running_s: FloatArray
+    errors_per_s: FloatArray
+    retries_per_s: FloatArray
+    api_calls_per_s: FloatArray
+    api_409_per_s: FloatArray
+    api_429_per_s: FloatArray
+    throttle_s_per_s: FloatArray
+
+    def __post_init__(self) -> None:
+        t = np.asarray(self.t_s, dtype=np.float64)
+        if t.ndim != 1:
+            raise ModelInputError("history times must be a one-dimensional array.")
+        if not np.all(np.isfinite(t)):
+            raise ModelInputError("history times must be finite numbers.")
+        if t.size > 1 and np.any(np.diff(t) <= 0):
+            raise ModelInputError("history times must be strictly increasing.")
+        object.__setattr__(self, "t_s", t)
+        for name in HISTORY_FIELDS:
+            arr = np.asarray(getattr(self, name), dtype=np.float64)
+            if arr.shape != t.shape:
+                raise ModelInputError(
+                    f"history series {name} has {arr.size} points but there are {t.size} times."
+                )
+            if np.any(np.isinf(arr)):
+                raise ModelInputError(f"history series {name} contains an infinite value.")
+            object.__setattr__(self, name, arr)
+
+    @classmethod
+    def from_columns(cls, t_s: npt.ArrayLike, **columns: npt.ArrayLike) -> QueueHistory:
+        """Build from the series that exist; absent series become all-NaN (not measured)."""
+        t = np.asarray(t_s, dtype=np.float64)
+        unknown = sorted(set(columns) - set(HISTORY_FIELDS))
+        if unknown:
+            raise ModelInputError(f"unknown history series: {', '.join(unknown)}.")
+        values = {
+            name: np.asarray(columns[name], dtype=np.float64)
+            if name in columns
+            else np.full(t.shape, np.nan)
+            for name in HISTORY_FIELDS
+        }
+        return cls(t_s=t, **values)
+
+    @property
+    def points(self) -> int:
+        return int(self.t_s.size)
+
+    def available(self, name: str) -> int:
+        """How many measured (finite) points a series has."""
+        return int(np.count_nonzero(np.isfinite(getattr(self, name))))
+
+
+def histories_from_table(
+    t_s: npt.ArrayLike, lengths: npt.ArrayLike, columns: Mapping[str, npt.ArrayLike]
+) -> list[QueueHistory]:
+    """Many histories from padded 2-D arrays, checked once for all of them.
+
+    Row ``i`` of ``t_s`` (shape (N, L)) and of each column holds history ``i``'s first
+    ``lengths[i]`` points (the rest of the row is ignored); absent series are all-NaN. The
+    checks are those of :class:`QueueHistory` (finite, strictly increasing times; no infinite
+    value), run as a few array operations instead of 16 small ones per history, which is what
+    makes 500 histories cost a millisecond instead of tens of them.
+    """
+    t = np.asarray(t_s, dtype=np.float64)
+    n = np.asarray(lengths, dtype=np.int64)
+    if t.ndim != 2 or n.shape != t.shape[:1] or np.any(n < 0) or np.any(n > t.shape[1]):
+        raise ModelInputError(
+            "history tables need times of shape (histories, points) and one length per "
+            "history, at most the number of points.")
+    unknown = sorted(set(columns) - set(HISTORY_FIELDS))
+    if unknown:
+        raise ModelInputError(f"unknown history series: {', '.join(unknown)}.")
+    used = np.arange(t.shape[1]) < n[:, np.newaxis]
+    if not np.all(np.isfinite(t[used])):
+        raise ModelInputError("history times must be finite numbers.")
+    if t.shape[1] > 1 and np.any((np.diff(t, axis=1) <= 0) & used[:, 1:]):
+        raise ModelInputError("history times must be strictly increasing.")
+    values: dict[str, FloatArray] = {}
+    for name in HISTORY_FIELDS:
+        if name not in columns:
+            continue
+        arr = np.asarray(columns[name], dtype=np.float64)
+        if arr.shape != t.shape:
+            raise ModelInputError(
+                f"history series {name} has shape {arr.shape} but the times have {t.shape}.")
+        if np.any(np.isinf(arr[used])):
+            raise ModelInputError(f"history series {name} contains an infinite value.")
+        values[name] = arr
+    out = []
+    for i, k in enumerate(n.tolist()):
+        h = object.__new__(QueueHistory)  # checked above, for every history at once
+        object.__setattr__(h, "t_s", t[i, :k])
+        for name in HISTORY_FIELDS:
+            col = values.get(name)
+            object.__setattr__(h, name, col[i, :k] if col is not None else np.full(k, np.nan))
+        out.append(h)
+    return out
+
+
+@dataclass(frozen=True)
+class ProcessTotals:
+    """Sums over every queue of the process (job/instance or pod) running this queue.
+
+    The API client (``rest_client_*``) and its rate limiter belong to the process, so API
+    calls per reconcile, the limiter's share of busy time and the API ceiling are computed
+    against these totals, not against one queue's figures."""
+
+    throughput_per_s: float | None = None
+    busy_workers: float | None = None
+    arrival_rate_per_s: float | None = None
+    queues: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("throughput_per_s", "busy_workers", "arrival_rate_per_s"):
+            v = getattr(self, name)
+            if v is not None and not (math.isfinite(v) and v >= 0):
+                raise ModelInputError(f"process {name} must be a non-negative number, got {v!r}.")
+

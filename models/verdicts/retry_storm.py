@@ -1,0 +1,77 @@
+"""Retry storm: a quarter or more of the passes fail, so the queue's load is partly its own
+retries (failures from ``reconcile_errors_total`` or ``result="error"`` — never from
+``retries_total``, which counts planned requeues too)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from models.verdicts.context import Ctx, error_rate, paired, results_total
+from models.verdicts.verdict import Kind, Severity, Verdict, make_verdict, margin_conf, num
+
+__all__ = ["headline", "retry_storm"]
+
+
+def retry_storm(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
+    s, th = ctx.s, ctx.th
+    errors = error_rate(s)
+    recs = num(s.throughput_per_s)
+    if recs is None:
+        recs = results_total(s)
+    if errors is None or recs is None:
+        ctx.notes["retry_storm"] = "needs errors_per_s (or reconcile results) and throughput_per_s"
+        return None
+    if recs <= 0:
+        return None
+    share = errors / recs
+    if share < th.error_share_storm:
+        return None
+    adds = num(s.arrival_rate_per_s)
+    retries = num(s.retries_per_s)
+    retry_share = retries / adds if retries is not None and adds else None
+    persist = None
+    p = paired(ctx.h, "errors_per_s", "throughput_per_s")
+    if p is not None and p[0].size >= th.min_history_points:
+        ok = p[2] > 0
+        if ok.any():
+            persist = float(np.mean(p[1][ok] / p[2][ok] >= th.error_share_storm))
+    conf = margin_conf(share / th.error_share_storm)
+    if retry_share is not None and retry_share >= th.retry_share_storm:
+        conf += 0.05
+    if persist is not None and persist >= th.persist_fraction:
+        conf += 0.05
+    severity: Severity = ("critical" if share >= 0.8 or (persist or 0) >= th.persist_fraction
+                          else "warning")
+    lasting = (f"; it has lasted over {100 * persist:.0f} % of the range"
+               if persist is not None and persist >= th.persist_fraction else "")
+    summary = (
+        f"{100 * share:.0f} % of reconciles fail ({errors:.3g}/s){lasting}"
+        + (f", and retries make up {100 * retry_share:.0f} % of adds"
+           if retry_share is not None else "")
+        + ". Fix the cause; more workers would only retry faster against the failing dependency."
+    )
+    return make_verdict(
+        Kind.RETRY_STORM, severity, summary,
+        {"error_share": share, "errors_per_s": errors, "reconciles_per_s": recs,
+         "retries_per_s": retries, "retry_share_of_adds": retry_share,
+         "persistent_fraction_of_range": persist},
+        {"action": "fix_failure_not_workers",
+         "steps": ["find and fix the failing dependency or input (the error message of the "
+                   "failing reconciles)",
+                   "for non-retriable failures (auth, invalid spec) set a status condition and "
+                   "wait for a change instead of retrying forever",
+                   "add a global or per-dependency rate limit with jitter so thousands of keys "
+                   "do not retry together",
+                   "call Forget on success so a later failure starts from the base delay",
+                   "do not add workers"]},
+        conf, headline,
+    )
+
+
+def headline(evidence: Mapping[str, Any], recommendation: Mapping[str, Any]) -> str:
+    share = evidence.get("error_share")
+    return ("Fix the failures, not the worker count"
+            + (f": {100 * share:.0f} % of passes fail" if isinstance(share, float) else ""))
