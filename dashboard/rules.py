@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 import yaml
 
 from collectors.profile import Profile, SignalQuery, check_metric_name
-from models.advisor import AdvisorThresholds
+from models.advisor import AdvisorThresholds, Kind
 
-_STORM = AdvisorThresholds()
+_ADVISOR = AdvisorThresholds()
 
 GROUP_RECORDING = "queuelens.recording"
 GROUP_ALERTS = "queuelens.alerts"
@@ -55,15 +55,16 @@ class AlertThresholds:
     """Arrivals must exceed throughput by this fraction (rate noise on a balanced queue stays
     well under 2 %), and the depth must be rising, for the backlog alert."""
     backlog_for_s: float = 900.0
-    error_ratio: float = _STORM.error_share_storm
+    error_ratio: float = _ADVISOR.error_share_storm
     """Reconcile errors / reconciles: the advisor's ``error_share_storm`` (one definition of a
     retry storm for ``advise`` and the alerts)."""
-    retries_per_add: float = _STORM.error_share_storm
+    retries_per_add: float = _ADVISOR.error_share_storm
     """Delayed re-adds / adds: each failed pass is one re-add, so with a share f of passes
     failing about f of the adds are re-adds — the same ``error_share_storm``."""
     retry_storm_for_s: float = 600.0
-    stuck_growth: float = 0.5
-    """deriv(workqueue_unfinished_work_seconds) in s/s ≈ in-flight items that never complete."""
+    stuck_growth: float = _ADVISOR.stuck_growth_min
+    """deriv(workqueue_unfinished_work_seconds) in s/s ≈ in-flight items that never complete:
+    the advisor's ``stuck_growth_min``."""
     stuck_longest_running_s: float = 600.0
     stuck_for_s: float = 600.0
 
@@ -85,6 +86,9 @@ class AlertingRule:
     severity: str
     summary: str
     description: str
+    verdict: Kind | None = None
+    """The advisor verdict the alert warns of ahead of ``queuelens advise`` (its kind in the
+    verdict registry); not rendered into the rules file."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -175,6 +179,7 @@ def _alerts(
         ))
     out.append(AlertingRule(
         alert="WorkqueueBacklogGrowing",
+        verdict=Kind.BACKLOG_GROWING,
         expr=(
             f"({n['arrival_rate_per_s']} - {n['throughput_per_s']}) "
             f"> {t.backlog_excess_ratio:g} * {n['arrival_rate_per_s']} "
@@ -200,6 +205,7 @@ def _alerts(
                f"{t.retries_per_add:.0%} of the adds of {queue}")
     out.append(AlertingRule(
         alert="WorkqueueRetryStorm",
+        verdict=Kind.RETRY_STORM,
         expr=storm,
         for_s=t.retry_storm_for_s,
         severity="warning",
@@ -213,6 +219,7 @@ def _alerts(
     ))
     out.append(AlertingRule(
         alert="WorkqueueStuckWorkers",
+        verdict=Kind.STUCK_WORKERS,
         expr=(
             f"{n['unfinished_work_growth']} > {t.stuck_growth:g} "
             f"and on ({q}) {n['longest_running_s']} > {t.stuck_longest_running_s:g}"

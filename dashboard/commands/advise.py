@@ -37,15 +37,16 @@ TABLE_COLUMNS = ("queue", "verdict", "workers", "binding", "demand", "confidence
 
 def register(subparsers: Any) -> None:
     from collectors.connect import add_source_arguments
+    from models.verdicts.kinds import Kind
 
+    kinds = [k.value for k in Kind]  # the verdict registry's kinds, in the order of impact
     parser = subparsers.add_parser(
         "advise",
         help="per-queue verdicts: add workers, contention, retry storm, hot key, ...",
         description=(
             "Tell, for each work queue, whether more workers would help or only add "
-            "contention: add_workers, backlog_growing, contention, retry_storm, "
-            "requeue_misuse, hot_key, long_passes, stuck_workers, over_provisioned, "
-            "insufficient_data or healthy, each with its evidence and a recommendation. "
+            f"contention: {', '.join(kinds[:-1])} or {kinds[-1]}, each with its evidence "
+            "and a recommendation. "
             "Without --prometheus (or $QUEUELENS_PROMETHEUS_URL) it reads the embedded demo."
         ),
     )
