@@ -178,9 +178,9 @@ evaluated in slices."""
 
 FIT_SPREAD_MIN = 1.3
 """The 90th / 10th percentile of throughput among the points: with less spread the pass
-times come from one operating point plus noise, which many pairs (S₀, D) explain equally well (seen on a lock
-and a webhook at constant load, whose 75 s windows vary by ±10 %: the fit then said 18.9 and
-25.3/s for 16.7 and 20/s)."""
+times come from one operating point plus noise, which many pairs (S₀, D) explain equally
+well (seen on a lock and a webhook at constant load, whose 75 s windows vary by ±10 %: the
+fit then said 18.9 and 25.3/s for 16.7 and 20/s)."""
 
 
 def _fes_pass_s(lam: FloatArray, c: int, log_x_cum: FloatArray, xs: FloatArray
