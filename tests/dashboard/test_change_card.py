@@ -12,25 +12,9 @@ from dashboard.pages import queue as qp
 from models import fleet as fl
 from models.advisor import QueueHistory
 from models.change import CHANGE_MIN_POINTS, check_change
+from tests.support.dash_tree import component_texts
 
 AT_DEMO = fl.EPOCH_S + 40 * 86400 + 14 * 3600
-
-
-def _texts(component: object) -> list[str]:
-    """Every string child in a Dash component tree (what the browser would show as text)."""
-    out: list[str] = []
-
-    def walk(node: object) -> None:
-        if isinstance(node, str):
-            out.append(node)
-        elif isinstance(node, list | tuple):
-            for child in node:
-                walk(child)
-        elif hasattr(node, "children"):
-            walk(node.children)
-
-    walk(component)
-    return out
 
 
 def test_the_queue_card_shows_the_clean_points_of_each_side() -> None:
@@ -52,7 +36,7 @@ def test_the_queue_card_shows_the_clean_points_of_each_side() -> None:
     another_change = end < h.points
     clean = run[(run - w >= change.at) & ((run <= run[-1] - w) if another_change else True)]
     assert change.points_after == clean.size >= CHANGE_MIN_POINTS
-    texts = _texts(qp.render_verdicts(view))
+    texts = component_texts(qp.render_verdicts(view))
     lead = next(t for t in texts if t.startswith("Measured from"))
     assert lead.startswith(f"Measured from {change.points_before} clean points before the "
                            f"change and {change.points_after} after it")
@@ -80,7 +64,7 @@ def test_the_panel_shows_the_drain_apart() -> None:
     change = check_change(_backlog_history(10))
     assert change is not None
     assert (change.drain_points, change.points_after, change.status) == (2, 8, "checked")
-    texts = _texts(card._change_panel(change))
+    texts = component_texts(card._change_panel(change))
     assert "Measured from 8 clean points before the change and 8 after it." in texts
     assert ("The backlog from before the change (800 items deep) drained first: 2 points "
             "over 60 s after it, left out of the measured figures.") in texts
@@ -92,7 +76,7 @@ def test_the_panel_says_what_a_too_short_after_cannot_tell_yet() -> None:
     change = check_change(_backlog_history(5))
     assert change is not None
     assert (change.status, change.points_after) == ("after_too_short", 3)
-    texts = _texts(card._change_panel(change))
+    texts = component_texts(card._change_panel(change))
     assert ("Too early to check: only 3 steady points after the change (6 needed), so the "
             "steady throughput and wait at 4 workers cannot be told yet — about 180 s more."
             ) in texts

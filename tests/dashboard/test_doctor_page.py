@@ -15,6 +15,7 @@ from collectors.profile import Profile
 from collectors.types import RangeData, Snapshot
 from dashboard.app import build_dash_app, create_app
 from models.contract import ContractReading
+from tests.support.dash_tree import component_texts
 
 AT = 1_800_000_000.0
 HOSTILE = "<script>alert(1)</script>"
@@ -102,18 +103,6 @@ def _nodes(tree: Any) -> Iterator[dict[str, Any]]:
             yield from _nodes(item)
 
 
-def _texts(tree: Any) -> list[str]:
-    out: list[str] = []
-    if isinstance(tree, str):
-        out.append(tree)
-    elif isinstance(tree, list):
-        for item in tree:
-            out += _texts(item)
-    elif isinstance(tree, dict) and "props" in tree:
-        out += _texts(tree["props"].get("children"))
-    return out
-
-
 def test_the_page_is_registered_and_linked() -> None:
     server = create_app(_ExpositionSource(_exposition("q")), at=AT)
     assert "/doctor" in {p["path"] for p in dash.page_registry.values()}
@@ -128,7 +117,7 @@ def test_the_demo_report_on_the_page() -> None:
     assert payload["doctor-error"]["children"] == ""
     assert payload["doctor-summary"]["children"].startswith(
         "5 processes (5 controller-runtime) with 8 queues in demo")
-    texts = _texts(payload["doctor-report"]["children"])
+    texts = component_texts(payload["doctor-report"]["children"])
     assert "Process pod=apps-controller-manager-0" in texts
     assert any(t.startswith("controller-runtime (controller_runtime_* series") for t in texts)
     assert "metrics.RegisterRESTClientMetrics(metrics.MetricRateLimiterLatency, " \
@@ -146,7 +135,7 @@ def test_a_hostile_queue_name_is_text() -> None:
                      "Details", "Summary", "Pre", "P"}, types
     assert all(n["namespace"] == "dash_html_components" for n in nodes)
     assert "dangerously_allow_html" not in json.dumps(report)
-    texts = _texts(report)
+    texts = component_texts(report)
     assert HOSTILE in texts  # the queue list of the process: the name as one text child
     assert any(HOSTILE in t for t in texts if t != HOSTILE)  # and inside sentences
     # ten refreshes of the page cost one reading (the per-app memo)

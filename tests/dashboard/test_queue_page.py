@@ -17,6 +17,7 @@ from dashboard.advice import advise_fleet
 from dashboard.pages import queue as qp
 from models import fleet as fl
 from models.settings import AnalysisSettings
+from tests.support.dash_tree import component_texts
 
 NOW = 1_700_000_000.0
 
@@ -255,23 +256,6 @@ def test_figures_never_plot_missing_as_zero() -> None:
 AT_DEMO = fl.EPOCH_S + 40 * 86400 + 14 * 3600
 
 
-def _texts(component: object) -> list[str]:
-    """Every string child in a Dash component tree (what the browser would show as text)."""
-    out: list[str] = []
-
-    def walk(node: object) -> None:
-        if isinstance(node, str):
-            out.append(node)
-        elif isinstance(node, list | tuple):
-            for child in node:
-                walk(child)
-        elif hasattr(node, "children"):
-            walk(node.children)
-
-    walk(component)
-    return out
-
-
 def test_verdict_card_lists_the_advisors_verdicts_for_certificate() -> None:
     src = CachedSource(DemoSource(seed=0))
     view = qp.queue_view(src, "certificate", "1h", AT_DEMO)
@@ -286,7 +270,7 @@ def test_verdict_card_lists_the_advisors_verdicts_for_certificate() -> None:
     assert [v.kind for v in view.verdicts] == [v.kind for v in plan.verdicts]
     assert "contention" in [v.kind for v in view.verdicts]
     card = qp.render_verdicts(view)
-    texts = _texts(card)
+    texts = component_texts(card)
     assert plan.headline in texts
     assert "More workers will not help" in plan.headline
     assert "API client limiter" in texts  # the binding limit, labelled
@@ -328,7 +312,7 @@ def test_verdict_text_is_never_markup() -> None:
     evil = Verdict("hot_key", "warning", "<script>alert(1)</script>",
                    {"note": "<b>x</b>"}, {"action": "split_hot_key"}, 0.7)
     li = qp.render_verdict(evil)
-    texts = _texts(li)
+    texts = component_texts(li)
     assert "<script>alert(1)</script>" in texts  # a plain string child: React escapes it
     assert "dangerously_allow_html" not in repr(li)
 
