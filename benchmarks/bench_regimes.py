@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -43,6 +44,8 @@ def run(seeds: list[int]) -> int:
         t2 = time.perf_counter()
         server = start_prometheus(work / "prom", tsdb=tsdb)
         verdicts: dict[str, list[dict[str, object]]] = {}
+        queues: dict[str, dict[str, Any]] = {}
+        rows: dict[str, list[str]] = {}
         try:
             t3 = time.perf_counter()
             for step in rg.SCRAPE_INTERVALS_S:  # one advise per interval, as the CI test
@@ -52,9 +55,12 @@ def run(seeds: list[int]) -> int:
                 if code != 0:
                     print(f"advise exited {code}", file=sys.stderr)
                     return 1
-                verdicts.update({q["queue"]: q["verdicts"]
-                                 for q in json.loads(out.getvalue())["queues"]})
+                judged = json.loads(out.getvalue())["queues"]
+                verdicts.update({q["queue"]: q["verdicts"] for q in judged})
+                queues.update({q["queue"]: q for q in judged})
             t4 = time.perf_counter()
+            rows = _row_misses(cases, queues, server.url, work / "queuelens.yaml")
+            t5 = time.perf_counter()
         finally:
             server.stop()
     good: Counter[tuple[str, str]] = Counter()
@@ -86,7 +92,41 @@ def run(seeds: list[int]) -> int:
           f"wrong: {len(misses)}")
     for queue, kinds in misses:
         print(f"  miss {queue}: {', '.join(kinds)}")
+    checked = [q for q, m in rows.items() if m != ["not checked"]]
+    print(f"ceilings and rows at twice the count (regimes with a mechanism ceiling, the limit "
+          f"named): {sum(not rows[q] for q in checked)} of {len(checked)} right "
+          f"({t5 - t4:.0f} s)")
+    for queue in checked:
+        if rows[queue]:
+            print(f"  rows {queue}: {'; '.join(rows[queue])}")
     return 0
+
+
+def _row_misses(cases: list[rg.Case], queues: dict[str, dict[str, Any]], url: str,
+                config: Path) -> dict[str, list[str]]:
+    """``tests.support.regimes.matrix_row_misses`` for each case with a mechanism ceiling whose
+    plan named its limit (the CI test's check, on these seeds)."""
+    from models.simulate import simulate
+
+    out: dict[str, list[str]] = {}
+    for case in cases:
+        q = queues.get(case.queue)
+        if case.regime.ceiling_per_s is None or q is None \
+                or q["plan"]["binding_limit"] != case.regime.binding:
+            out[case.queue] = ["not checked"]
+            continue
+        probe = 2 * int(q["plan"]["workers_now"])
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            main(["whatif", "--prometheus", url, "--config", str(config), "--queue",
+                  case.queue, "--at", str(rg.START + int(rg.DURATION_S)), "--range", rg.RANGE,
+                  "--workers", f"1-{probe}", "--format", "json"])
+        row = next(r for r in json.loads(text.getvalue())["rows"] if r["workers"] == probe)
+        kw = rg.probe_kwargs(case, probe)
+        kw["arrival_rate_per_s"] = q["plan"]["demand_per_s"]
+        out[case.queue] = rg.matrix_row_misses(case, q, row, simulate(**kw),
+                                               float(q["plan"]["demand_per_s"]))
+    return out
 
 
 if __name__ == "__main__":

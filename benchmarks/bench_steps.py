@@ -27,7 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dashboard.cli import main
 from models.simulate import simulate
 from tests.support import regimes as rg
-from tests.support.prometheus import backfill_file, start_prometheus
 
 
 def _json(argv: list[str]) -> dict[str, Any]:
@@ -46,14 +45,9 @@ def run(seeds: list[int]) -> int:
     with tempfile.TemporaryDirectory(prefix="queuelens-steps-") as tmp:
         work = Path(tmp)
         t0 = time.perf_counter()
-        om = work / "steps.om"
-        rg.write_openmetrics(cases, om)
-        tsdb = backfill_file(om, work)
-        om.unlink()
         config = work / "queuelens.yaml"
         config.write_text(rg.CONFIG)
-        server = start_prometheus(work / "prom", tsdb=tsdb)
-        try:
+        with rg.serving(cases, work) as server:
             t1 = time.perf_counter()
             base = ["--prometheus", server.url, "--config", str(config), "--at", str(end),
                     "--range", rg.RANGE, "--format", "json"]
@@ -63,8 +57,6 @@ def run(seeds: list[int]) -> int:
                 ["whatif", *base, "--queue", c.queue, "--workers", "1-16"])["rows"]}
                 for c in cases}
             t2 = time.perf_counter()
-        finally:
-            server.stop()
     right = 0
     print(f"{'case':34} {'binding':16} {'ceiling':>15} {'X(8) plan/sim':>15} "
           f"{'wait(8) plan/sim':>19}  misses")

@@ -74,6 +74,8 @@ def plan_facts(plan: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     limit_note = str(plan.get("binding_text", ""))
     if ceiling is not None:
         limit_note += f"; ceiling {rate_text(ceiling)}" + (f" ({basis})" if basis else "")
+    elif str(plan.get("rows_basis", "")).startswith("no ceiling"):
+        limit_note += f"; {plan['rows_basis']}"
     return [
         ("workers", workers_text(plan), str(plan.get("rule_text", ""))),
         ("binding limit", binding_label(plan.get("binding_limit")), limit_note),

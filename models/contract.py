@@ -282,36 +282,35 @@ CONTRACT_SIGNALS: tuple[ContractSignal, ...] = (
         "admission webhook latency (the API server's histogram, per webhook)",
         ("contention", "admission_webhook"),
         "a slow admission webhook on the controller's writes cannot be seen"),
-    # The controller's CPU (issue 20). Their needs name the cpu binding limit once
-    # models.options.BINDING_WORDS has it; until then the cost says it.
+    # The controller's CPU (issue 20): the cpu binding limit.
     ContractSignal(
         "cpu_used", ("process_cpu",), "process", ALL,
         "CPU seconds the process used (rate: cores in use)",
-        (),
+        ("contention", "cpu"),
         "the cpu binding limit cannot be named: the cores the controller uses are unknown",
         must_move=True),
     ContractSignal(
         "cpu_gomaxprocs", ("gomaxprocs",), "process", ALL,
         "GOMAXPROCS: the cores the Go runtime runs goroutines on at once",
-        (),
+        ("contention", "cpu"),
         "the cpu limit's ceiling cannot be given: the cores the Go runtime may use are "
         "unknown"),
     ContractSignal(
         "cpu_run_queue", ("sched_latency",), "process", ALL,
         "time runnable goroutines waited for a core (go_sched_latencies_seconds)",
-        (),
+        ("contention", "cpu"),
         "the cpu binding limit cannot be confirmed: how long runnable goroutines wait for a "
         "core is unknown",
         must_move=True),
     ContractSignal(
         "cpu_limit", ("container_cpu_limit", "container_info"), "container", ALL,
         "the CPU limit of the controller's container (kube-state-metrics)",
-        (),
+        ("contention", "cpu"),
         "the cpu limit's ceiling cannot be given from the container's CPU limit"),
     ContractSignal(
         "cpu_throttling", ("cfs_throttled_periods", "cfs_periods"), "container", ALL,
         "CFS periods in which the kernel throttled the container (the kubelet's cAdvisor)",
-        (),
+        ("contention", "cpu"),
         "the cpu binding limit cannot be named from throttling: whether the kernel holds the "
         "container at its CPU quota is unknown"),
 )

@@ -428,7 +428,10 @@ def _binding(verdicts: Sequence[Verdict]) -> str:
         if v.kind == Kind.CONTENTION:
             return str(v.evidence.get("binding_limit") or "shared_resource")
     for v in verdicts:
-        limit = _KIND_LIMIT.get(v.kind)
+        # a verdict that found its limit says so (a retry storm's cause); else its kind's
+        named = v.evidence.get("binding_limit")
+        limit = named if isinstance(named, str) and named in limits() \
+            else _KIND_LIMIT.get(v.kind)
         if limit is not None and limit != "none":
             return limit
     return "none"
@@ -518,9 +521,17 @@ def _knobs(binding: str, r: PlanRequest, rec: int | None, contention: Verdict | 
                     "objectSelector that leave out this controller's writes; timeoutSeconds "
                     "bounds each call")
 
+    def cpu() -> Knob:
+        cores = ev.get("cpu_cores_available")
+        return Knob("resources.limits.cpu / GOMAXPROCS",
+                    "the controller container's CPU limit in its Deployment"
+                    + (f" (the process may use {cores:g} cores now)"
+                       if isinstance(cores, float) else "")
+                    + "; GOMAXPROCS follows it from Go 1.25, set it to the limit on older Go")
+
     build: Mapping[KnobKind, Callable[[], Knob]] = {
         "workers": workers, "client_qps": client_qps, "flowschema": flowschema,
-        "webhook": webhook}
+        "webhook": webhook, "cpu": cpu}
     return tuple(build[k]() for k in limits()[binding].knobs)
 
 

@@ -29,6 +29,7 @@ from models.bindings import (  # noqa: F401  (each module registers its limit)
     api_server,
     client_limiter,
     coherency,
+    cpu,
     hot_key,
     none,
     retry_policy,

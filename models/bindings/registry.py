@@ -47,11 +47,11 @@ RowsModel = Literal["queueing", "ceiling", "usl"]
 (M/M/c, or M/M/c//K with a key count: :mod:`models.whatif`); ``ceiling`` — the shared ceiling
 X* (:mod:`models.bindings.ceiling`); ``usl`` — the USL fitted on the range."""
 
-KnobKind = Literal["workers", "client_qps", "flowschema", "webhook"]
+KnobKind = Literal["workers", "client_qps", "flowschema", "webhook", "cpu"]
 """Where a change is set (:func:`models.plan._knobs` builds each): the worker count
 (``MaxConcurrentReconciles`` or ``--concurrent-<name>-syncs``), the client's QPS/Burst, a
 FlowSchema and priority level of the controller's own (with its manifest), the admission
-webhook's configuration."""
+webhook's configuration, the container's CPU limit and GOMAXPROCS."""
 
 CeilingEstimator = Callable[[float, int | None], tuple[float, str] | None]
 """(mean work time E[S], worker count c) → (most items/s the limit allows, its basis in

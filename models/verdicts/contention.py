@@ -4,8 +4,9 @@ The reasons, by code (each named in :mod:`models.bindings` by the limit it point
 ``usl`` (the USL fit's efficiency at c), ``duration_rise`` (work duration rising with
 throughput at the same instants), ``worker_steps`` (a count that rose with every worker busy
 while the throughput did not follow), ``api_429``, ``api_409``, ``limiter``, ``apf``,
-``webhook``. The binding limit is the registry's (:func:`models.bindings.registry.
-contention_limit`), and its words and steps are that limit's.
+``webhook``, ``cpu`` (the process at its cores, :mod:`models.bindings.cpu`). The binding
+limit is the registry's (:func:`models.bindings.registry.contention_limit`), and its words and
+steps are that limit's.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from models.contention import fit_usl_many, usl_slowdown
 from models.errors import ModelInputError
 from models.verdicts.contention_reasons import (
     apf_reason,
+    cpu_reason,
     duration_rise,
     limiter_history,
     step_reason,
@@ -29,7 +31,12 @@ from models.verdicts.contention_reasons import (
 from models.verdicts.context import Ctx, correlation, paired
 from models.verdicts.verdict import Kind, Verdict, fmt_s, make_verdict, margin_conf, num
 
-__all__ = ["contention", "headline"]
+__all__ = ["NO_CEILING", "contention", "headline"]
+
+NO_CEILING = ("none measured here: no client QPS, throttled API rate, CPU, USL peak or "
+              "worker-count step gives one; the plan fits one from how the range's pass times "
+              "grew with load, or says it could not")
+"""The ceiling basis of a contention verdict that measured no ceiling."""
 
 
 def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
@@ -150,6 +157,16 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
                 "limiter")
             strength = max(strength, share_top / th.limiter_share_min)
 
+    cpu = cpu_reason(ctx, proc, evidence, stretching=bool(
+        {"duration_rise", "usl", "worker_steps"} & reasons.keys()))
+    if cpu is not None:
+        reasons["cpu"], grade, cpu_ceiling = cpu
+        strength = max(strength, grade)
+        if cpu_ceiling is not None and (ceiling is None or cpu_ceiling < ceiling):
+            ceiling, scope = cpu_ceiling, "process"
+            basis = ("cores available ÷ the process's CPU seconds per pass (shared by every "
+                     "controller of the process)")
+
     px0 = proc.throughput_per_s
     per_pass = (calls / px0) if calls is not None and calls > 0 and px0 else None
     apf = apf_reason(ctx, per_pass, evidence)
@@ -200,7 +217,7 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         if api_ceiling is not None and (ceiling is None or api_ceiling < ceiling):
             ceiling, basis, scope = api_ceiling, basis_api, "process"
     evidence["ceiling_reconciles_per_s"] = ceiling
-    evidence["ceiling_basis"] = basis
+    evidence["ceiling_basis"] = basis if ceiling is not None else NO_CEILING
     evidence["ceiling_scope"] = scope
     binding = contention_limit(reasons, evidence, ctx.c)
     evidence["binding_limit"] = binding

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from models.bindings.cpu import CPU_BUSY_SHARE_MIN, cpu_finding
 from models.bindings.steps import step_ceiling
 from models.verdicts.context import Ctx, correlation, error_rate, steady_points
 from models.verdicts.inputs import FloatArray, ProcessTotals
@@ -17,6 +18,7 @@ from models.verdicts.verdict import fmt_s, num
 
 __all__ = [
     "apf_reason",
+    "cpu_reason",
     "duration_rise",
     "limiter_history",
     "step_reason",
@@ -238,3 +240,29 @@ def limiter_history(ctx: Ctx, proc: ProcessTotals) -> tuple[float, float | None]
     throttled = share >= ctx.th.limiter_share_min
     return (float(np.quantile(share, 0.9)),
             float(sent[throttled].max()) if throttled.any() else None)
+
+
+def cpu_reason(ctx: Ctx, proc: ProcessTotals, evidence: dict[str, Any], stretching: bool
+               ) -> tuple[str, float, float | None] | None:
+    """The process's CPU binds (:func:`models.bindings.cpu.cpu_finding`): the reason in
+    words, its strength and the process's ceiling (passes/s, None without its throughput).
+    The CPU fields are read with ``getattr``: a signals object without them (a source that
+    does not read them) has no CPU figures."""
+    s = ctx.s
+    found = cpu_finding(num(getattr(s, "cpu_used_cores", None)),
+                        num(getattr(s, "cpu_gomaxprocs", None)),
+                        num(getattr(s, "cpu_limit_cores", None)),
+                        num(getattr(s, "cpu_throttled_share", None)),
+                        num(getattr(s, "cpu_sched_latency_mean_s", None)),
+                        proc.throughput_per_s, stretching=stretching)
+    if found is None:
+        return None
+    evidence.update(cpu_cores_used=found.cores_used, cpu_cores_available=found.cores_available,
+                    cpu_busy_share=found.busy_share, cpu_throttled_share=found.throttled_share,
+                    cpu_s_per_pass=found.cpu_s_per_pass,
+                    cpu_sched_latency_mean_s=found.sched_latency_mean_s)
+    if not found.binds:
+        ctx.notes["contention/cpu"] = found.reason
+        return None
+    grade = (found.busy_share or 0.0) / CPU_BUSY_SHARE_MIN
+    return found.reason, max(grade, 1.0), found.ceiling_per_s

@@ -1,6 +1,8 @@
 """Retry storm: a quarter or more of the passes fail, so the queue's load is partly its own
 retries (failures from ``reconcile_errors_total`` or ``result="error"`` — never from
-``retries_total``, which counts planned requeues too)."""
+``retries_total``, which counts planned requeues too). The verdict names the cause and its
+binding limit (:mod:`models.bindings.failures`: 409 conflicts, 429s, 5xx, refused requests
+or the reconciler's own errors), whose fix comes first."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from models.bindings.failures import CAUSES, failure_cause
 from models.verdicts.context import Ctx, error_rate, paired, results_total
 from models.verdicts.verdict import Kind, Severity, Verdict, make_verdict, margin_conf, num
 
@@ -47,20 +50,32 @@ def retry_storm(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
                           else "warning")
     lasting = (f"; it has lasted over {100 * persist:.0f} % of the range"
                if persist is not None and persist >= th.persist_fraction else "")
+    proc_x = ctx.process_totals().throughput_per_s
+    found_cause = failure_cause(
+        errors, {k: v for k, v in (s.api_calls_by_class_per_s or {}).items()
+                 if num(v) is not None},
+        recs / proc_x if proc_x else 1.0)
+    cause = found_cause.cause
     summary = (
         f"{100 * share:.0f} % of reconciles fail ({errors:.3g}/s){lasting}"
         + (f", and retries make up {100 * retry_share:.0f} % of adds"
            if retry_share is not None else "")
-        + ". Fix the cause; more workers would only retry faster against the failing dependency."
+        + f". The cause: {cause.words}"
+        + (f" — {100 * found_cause.explained_share:.0f} % of the failing passes"
+           if found_cause.explained_share is not None else "")
+        + f". Fix: {cause.fix}; more workers would only retry faster against it."
     )
     return make_verdict(
         Kind.RETRY_STORM, severity, summary,
         {"error_share": share, "errors_per_s": errors, "reconciles_per_s": recs,
          "retries_per_s": retries, "retry_share_of_adds": retry_share,
-         "persistent_fraction_of_range": persist},
+         "persistent_fraction_of_range": persist, "failure_cause": cause.name,
+         "failure_cause_words": cause.words,
+         "failure_cause_share": found_cause.explained_share,
+         "failure_shares_by_response": dict(found_cause.shares),
+         "binding_limit": cause.binding},
         {"action": "fix_failure_not_workers",
-         "steps": ["find and fix the failing dependency or input (the error message of the "
-                   "failing reconciles)",
+         "steps": [cause.fix,
                    "for non-retriable failures (auth, invalid spec) set a status condition and "
                    "wait for a change instead of retrying forever",
                    "add a global or per-dependency rate limit with jitter so thousands of keys "
@@ -73,5 +88,9 @@ def retry_storm(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
 
 def headline(evidence: Mapping[str, Any], recommendation: Mapping[str, Any]) -> str:
     share = evidence.get("error_share")
+    cause = evidence.get("failure_cause")
+    words = CAUSES[cause].words if isinstance(cause, str) and cause in CAUSES \
+        and cause != "reconciler" else None
     return ("Fix the failures, not the worker count"
-            + (f": {100 * share:.0f} % of passes fail" if isinstance(share, float) else ""))
+            + (f": {100 * share:.0f} % of passes fail" if isinstance(share, float) else "")
+            + (f", from {words}" if words else ""))

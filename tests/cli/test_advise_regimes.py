@@ -2,8 +2,8 @@
 mechanism, scraped as controller-runtime exposes them, backfilled into a REAL Prometheus, and
 judged by ``queuelens advise`` from what was recorded.
 
-15 regimes × 3 load shapes (constant, sine, step) × 2 scrape intervals (15 s, 30 s) × 2 seeds
-= 180 controllers, each in its own process (pod), in one Prometheus; one ``advise`` over the
+18 regimes × 3 load shapes (constant, sine, step) × 2 scrape intervals (15 s, 30 s) × 2 seeds
+= 216 controllers, each in its own process (pod), in one Prometheus; one ``advise`` over the
 recorded 2 h per scrape interval (a selector on the pod), so the 15 s controllers are read at
 their own resolution. Each regime's verdicts must include one of ``expect`` and none of
 ``never``, and a contention verdict must name the regime's binding limit
@@ -21,23 +21,15 @@ import pytest
 
 from dashboard.cli import main
 from tests.support import regimes as rg
-from tests.support.prometheus import PrometheusProcess, backfill_file, start_prometheus
+from tests.support.prometheus import PrometheusProcess
 
 CASES = list(rg.cases())
 
 
 @pytest.fixture(scope="module")
 def matrix_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusProcess]:
-    work = tmp_path_factory.mktemp("regimes")
-    om = work / "regimes.om"
-    rg.write_openmetrics(CASES, om)
-    tsdb = backfill_file(om, work)
-    om.unlink()
-    server = start_prometheus(work / "prom", tsdb=tsdb)
-    try:
+    with rg.serving(CASES, tmp_path_factory.mktemp("regimes")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +116,7 @@ def test_every_case_was_judged(verdicts: dict[str, list[str]]) -> None:
 
 
 def test_the_matrix_covers_every_shape_interval_and_seed() -> None:
-    assert len(CASES) == len(rg.REGIMES) * 3 * 2 * 2 == 180
+    assert len(CASES) == len(rg.REGIMES) * 3 * 2 * 2 == 216
     assert {c.load for c in CASES} == {"constant", "sine", "step"}
     assert {c.scrape_interval_s for c in CASES} == {15.0, 30.0}
 
@@ -179,3 +171,16 @@ def test_the_plan_ceiling_and_rows_follow_the_mechanism(
         return  # could not tell (test_regime_gets_its_verdict checks how)
     row, sim, demand = probe_rows[case.queue]
     assert rg.matrix_row_misses(case, q, row, sim, demand) == [], case.queue
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("case", [c for c in CASES if c.regime.plan_binding is not None],
+                         ids=[c.queue for c in CASES if c.regime.plan_binding is not None])
+def test_a_retry_storm_names_its_cause(case: rg.Case,
+                                       judged: dict[str, dict[str, Any]]) -> None:
+    q = judged[case.queue]
+    assert q["plan"]["binding_limit"] == case.regime.plan_binding, case.queue
+    storm = [v for v in q["verdicts"] if v["kind"] == "retry_storm"]
+    for v in storm:
+        assert v["evidence"]["failure_cause"] == "409", case.queue
+        assert "patch or server-side apply" in v["recommendation"]["steps"][0], case.queue

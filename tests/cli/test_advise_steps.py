@@ -25,7 +25,7 @@ import pytest
 from dashboard.cli import main
 from models.simulate import simulate
 from tests.support import regimes as rg
-from tests.support.prometheus import PrometheusProcess, backfill_file, start_prometheus
+from tests.support.prometheus import PrometheusProcess
 
 CASES = list(rg.step_cases())
 END = rg.START + int(rg.DURATION_S)
@@ -33,16 +33,8 @@ END = rg.START + int(rg.DURATION_S)
 
 @pytest.fixture(scope="module")
 def steps_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusProcess]:
-    work = tmp_path_factory.mktemp("steps")
-    om = work / "steps.om"
-    rg.write_openmetrics(CASES, om)
-    tsdb = backfill_file(om, work)
-    om.unlink()
-    server = start_prometheus(work / "prom", tsdb=tsdb)
-    try:
+    with rg.serving(CASES, tmp_path_factory.mktemp("steps")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _run(argv: list[str]) -> dict[str, Any]:

@@ -122,8 +122,8 @@ def test_the_views_list_every_registered_limit() -> None:
     names = set(limits())
     assert set(BINDING_WORDS) == set(OPTIONS) == set(BINDING_LABELS) == names
     assert {"workers", "shared_resource", "client_limiter", "api_server", "admission_webhook",
-            "write_conflicts", "coherency", "hot_key", "retry_policy", "stuck_worker", "none",
-            "unknown"} <= names
+            "write_conflicts", "cpu", "coherency", "hot_key", "retry_policy", "stuck_worker",
+            "none", "unknown"} <= names
     assert all(OPTIONS[n] for n in names)  # every limit says what to do
     # every verdict kind but contention (which names its limit in its evidence) names one
     assert set(_KIND_LIMIT) == set(Kind) - {Kind.CONTENTION}
@@ -134,7 +134,7 @@ def test_the_views_list_every_registered_limit() -> None:
 
 def test_the_contention_limits_by_precedence() -> None:
     assert list(BINDING_LIMITS) == ["client_limiter", "api_server", "admission_webhook",
-                                    "write_conflicts", "coherency", "shared_resource"]
+                                    "write_conflicts", "cpu", "coherency", "shared_resource"]
     peak = {"usl_peak_workers": 3.0}
     cases = [
         ({"limiter", "api_429", "webhook"}, {}, 8, "client_limiter"),

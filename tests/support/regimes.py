@@ -13,6 +13,7 @@ range, a step up halfway), at 15 s and 30 s scrape intervals, with two seeds.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,9 @@ class Regime:
     ceiling_per_s: float | None = None
     """The mechanism's throughput ceiling (items/s), where it has one: the plan's must be
     within 10 % of it."""
+    plan_binding: str | None = None
+    """The binding limit the capacity plan must name whatever verdict leads (a retry storm's
+    cause)."""
 
 
 REGIMES: tuple[Regime, ...] = (
@@ -149,6 +153,27 @@ REGIMES: tuple[Regime, ...] = (
                "api_latency_s": 0.01, "conflict_objects": 4},
         frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
         "contention (write conflicts)", "write_conflicts"),
+    Regime(
+        "conflict_retry", "c=8, 0.1 s passes over 5000 keys that all write one of 2 shared "
+        "objects: about half the passes end in a 409 Conflict on their write and are retried",
+        16.0, {"workers": 8, "keys": 5000, "api_calls": 1, "api_writes": 1,
+               "api_latency_s": 0.01, "conflict_objects": 2},
+        frozenset({"retry_storm", "contention"}), frozenset({"add_workers", "hot_key"}),
+        "fix the writes (409 conflicts)", plan_binding="write_conflicts"),
+    Regime(
+        "cpu_bound", "c=8, 0.1 s passes of which 80 % is CPU work on one core (GOMAXPROCS=1: "
+        "ceiling 1/0.08 s = 12.5/s)",
+        11.5, {"workers": 8, "cpu_cores": 1, "cpu_fraction": 0.8},
+        frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
+        "contention (the CPU)", "cpu", ceiling_per_s=12.5),
+    Regime(
+        "cpu_roomy", "c=2, 0.1 s passes of which 80 % is CPU work on 8 cores (the look-alike "
+        "of cpu_bound: the process uses under a fifth of its cores, the workers bind); peaks "
+        "above 2/0.1 s",
+        17.0, {"workers": 2, "cpu_cores": 8, "cpu_fraction": 0.8},
+        frozenset({"add_workers", "backlog_growing"}),
+        frozenset({"contention", "hot_key", "over_provisioned"}),
+        "more workers help"),
     Regime(
         "healthy", "c=4, 40 % busy at the mean, nothing shared",
         16.0, {"workers": 4},
@@ -376,3 +401,20 @@ def matrix_row_misses(case: Case, queue: dict[str, Any], row: dict[str, Any], pr
         out.append(f"stable={row['stable']} but the mechanism "
                    + ("keeps up" if keeps_up else "falls behind"))
     return out
+
+
+@contextlib.contextmanager
+def serving(all_cases: list[Case], work: Path) -> Iterator[Any]:
+    """A real Prometheus on 127.0.0.1 holding every case (simulated, written as OpenMetrics,
+    backfilled with promtool into ``work``), stopped on exit."""
+    from tests.support.prometheus import backfill_file, start_prometheus
+
+    om = work / "cases.om"
+    write_openmetrics(all_cases, om)
+    tsdb = backfill_file(om, work)
+    om.unlink()
+    server = start_prometheus(work / "prom", tsdb=tsdb)
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,149 @@
+"""The controller's own CPU as the binding limit.
+
+A Go controller runs its goroutines on GOMAXPROCS cores (``go_sched_gomaxprocs_threads``; Go ≥
+1.25 lowers it to the container's CPU limit, older Go uses the node's cores while the kernel's
+CFS quota still throttles the container at its limit). When the process uses them all
+(``rate(process_cpu_seconds_total)`` at the cores available) — or the kernel throttles the
+container in many of its CFS periods (cAdvisor ``container_cpu_cfs_throttled_periods_total`` /
+``container_cpu_cfs_periods_total``) — a pass's CPU part waits for a core (the run-queue wait
+``go_sched_latencies_seconds``) and more workers only lengthen that wait: the CPU is a shared
+station of as many servers as cores, held for the CPU seconds of each pass.
+
+Ceiling (the utilization law, Denning and Buzen, "The operational analysis of queueing network
+models", *Computing Surveys* 10, 1978: U = X·D): with C cores available and D CPU seconds per
+pass, X* = C / D, where D = the process's CPU rate / its throughput (every controller of the
+process shares the cores, so the ceiling is the process's, like the API client's). The rows
+follow :mod:`models.bindings.ceiling` with that ceiling (a station of C servers, Seidmann's
+reduction).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from models.bindings.registry import BindingLimit, Option, register
+
+__all__ = [
+    "CPU_BUSY_SHARE_MIN",
+    "CPU_BUSY_SHARE_SHARED",
+    "CPU_THROTTLED_SHARE_MIN",
+    "LIMIT",
+    "CpuFinding",
+    "cores_available",
+    "cpu_finding",
+]
+
+CPU_BUSY_SHARE_MIN = 0.9
+"""Cores in use / cores available at which the CPU binds: a station of C servers past 90 %
+busy queues most arrivals once C is small (Erlang C at C = 2, ρ = 0.9: 85 % wait), and the
+window's mean hides the busier instants; below it a pass rarely waits for a core."""
+
+CPU_BUSY_SHARE_SHARED = 0.75
+"""Cores in use / available at which the CPU is named as the shared resource the passes
+already wait on — when the contention rule found that the passes stretch with load (work
+time rising with throughput, a USL fit, a worker-count step): one core 75 % busy queues a
+pass's CPU part three times its length on average (M/M/1), enough to be "something shared
+fills up", and the window's mean at the snapshot can sit well under the range's peaks (a
+sine load read 82–84 % on a core saturated at its peaks)."""
+
+CPU_THROTTLED_SHARE_MIN = 0.25
+"""Throttled CFS periods / all periods at which the container's CPU limit binds even when the
+mean use is under it: the kernel stops the container for the rest of each 100 ms period in
+which it used its quota, so a quarter of the periods throttled is a quarter of the time in
+which every runnable goroutine waits — a mean under the limit is bursts over it."""
+
+
+@dataclass(frozen=True)
+class CpuFinding:
+    """What the CPU signals of a queue's process say."""
+
+    cores_used: float
+    cores_available: float | None
+    """min(GOMAXPROCS, the container's CPU limit), whichever are known."""
+    busy_share: float | None
+    """cores_used / cores_available."""
+    throttled_share: float | None
+    cpu_s_per_pass: float | None
+    """The process's CPU seconds per completed pass (None without its throughput)."""
+    ceiling_per_s: float | None
+    """cores_available / cpu_s_per_pass: passes/s of the whole process."""
+    sched_latency_mean_s: float | None
+    binds: bool
+    reason: str
+    """The finding in words (why it binds, or why not)."""
+
+
+def cores_available(gomaxprocs: float | None, limit_cores: float | None) -> float | None:
+    """The cores the process can use at once: the smaller of GOMAXPROCS and the container's
+    CPU limit, whichever are known and positive."""
+    known = [v for v in (gomaxprocs, limit_cores)
+             if v is not None and math.isfinite(v) and v > 0]
+    return min(known) if known else None
+
+
+def cpu_finding(cores_used: float | None, gomaxprocs: float | None,
+                limit_cores: float | None, throttled_share: float | None,
+                sched_latency_mean_s: float | None,
+                process_throughput_per_s: float | None, *, stretching: bool = False
+                ) -> CpuFinding | None:
+    """The CPU limit's detector and ceiling (module docstring); None without the CPU rate.
+    ``stretching``: the passes were found to stretch with load (another contention reason):
+    the CPU then binds from :data:`CPU_BUSY_SHARE_SHARED`."""
+    if cores_used is None or not math.isfinite(cores_used) or cores_used < 0:
+        return None
+    avail = cores_available(gomaxprocs, limit_cores)
+    busy = cores_used / avail if avail else None
+    per_pass = (cores_used / process_throughput_per_s
+                if process_throughput_per_s and process_throughput_per_s > 0 else None)
+    ceiling = avail / per_pass if avail and per_pass else None
+    throttled = throttled_share if throttled_share is not None \
+        and math.isfinite(throttled_share) else None
+    full = busy is not None and (busy >= CPU_BUSY_SHARE_MIN
+                                 or (stretching and busy >= CPU_BUSY_SHARE_SHARED))
+    choked = throttled is not None and throttled >= CPU_THROTTLED_SHARE_MIN
+    if full and busy is not None:
+        why = (f"the process uses {cores_used:.3g} of its {avail:g} cores "
+               f"({100 * busy:.0f} %)")
+    elif choked and throttled is not None:
+        why = (f"the kernel throttles the container in {100 * throttled:.0f} % of its CFS "
+               "periods (its CPU limit)")
+    elif busy is not None:
+        why = (f"the process uses {100 * busy:.0f} % of its {avail:g} cores: the CPU does "
+               "not bind")
+    else:
+        why = "the cores available are not known (no GOMAXPROCS or CPU limit series)"
+    if (full or choked) and per_pass is not None:
+        why += f"; each pass costs {per_pass * 1e3:.3g} ms of CPU"
+    if (full or choked) and sched_latency_mean_s is not None:
+        why += (f" and a runnable goroutine waits {sched_latency_mean_s * 1e3:.3g} ms on "
+                "average for a core")
+    return CpuFinding(cores_used, avail, busy, throttled, per_pass, ceiling,
+                      sched_latency_mean_s, full or choked, why)
+
+
+LIMIT = register(BindingLimit(
+    name="cpu",
+    words="the controller's CPU (every core the process may use is busy: passes wait for a "
+          "core)",
+    label="CPU",
+    options=(
+        Option("raise the container's CPU limit (resources.limits.cpu; Go ≥ 1.25 sets "
+               "GOMAXPROCS from it, older Go needs GOMAXPROCS set to match), or run fewer "
+               "controllers in the process",
+               "more CPU per pod, or more pods: the quota is the pod's"),
+        Option("lower the CPU of each pass (a CPU profile: pprof's /debug/pprof/profile; "
+               "serialisation, deep copies, regexes, logging at high verbosity)",
+               "a code change; it raises the ceiling for every worker count"),
+        Option("do not add workers: they wait for a core",
+               "none: the throughput is the cores'"),
+    ),
+    rows="ceiling",
+    ceiling_cv2=1.0,
+    headline="the controller's CPU binds (its cores are all busy)",
+    reasons=frozenset({"cpu"}),
+    precedence=45,
+    knobs=("cpu",),
+))
+"""Named by the contention reason ``cpu`` (:func:`cpu_finding` binds), after write conflicts
+and before coherency: a process at its cores slows every pass whatever else they share."""
