@@ -266,9 +266,12 @@ _PROM_KEYS = {
 }
 _PROFILE_KEYS = {
     "base", "selector", "scrape_interval", "metrics", "labels", "workers", "external_effects",
-    "apiserver",
+    "apiserver", "poll_periods",
 }
 _APISERVER_KEYS = {"priority_level", "flow_schema", "cluster_labels"}
+MAX_POLL_PERIODS = 100_000
+"""Most queues ``profile.poll_periods`` may name (a config is user input: its sizes have a
+cap; ten times the measured 10,000-queue fleet)."""
 _LABEL_KEYS = {"queue", "controller", "process", "namespace", "pod", "container"}
 _CONTAINER_LABEL_KEYS = ("namespace", "pod", "container")
 """``labels.namespace`` / ``.pod`` / ``.container``: the controller's series' labels that name
@@ -407,6 +410,15 @@ def _profile(section: Mapping[str, Any], where: str) -> Profile:
                 f"{where}.workers: expected a mapping {{queue: count}} or a list of "
                 "{queues/queue_regex, workers}"
             )
+
+    polls = _mapping(section.get("poll_periods"), f"{where}.poll_periods")
+    if len(polls) > MAX_POLL_PERIODS:
+        raise ConfigError(f"{where}.poll_periods: at most {MAX_POLL_PERIODS:,} queues, got "
+                          f"{len(polls):,}")
+    if polls:
+        profile = replace(profile, poll_periods={
+            _string(k, f"{where}.poll_periods key"):
+                parse_duration_s(v, f"{where}.poll_periods.{k}") for k, v in polls.items()})
 
     api = _mapping(section.get("apiserver"), f"{where}.apiserver")
     _unknown(api, _APISERVER_KEYS, f"{where}.apiserver")

@@ -419,6 +419,10 @@ class Profile:
     controller_label: str = "controller"
     process_labels: tuple[str, ...] = ("job", "instance", "pod")
     workers: Mapping[str, float] = field(default_factory=dict)
+    poll_periods: Mapping[str, float] = field(default_factory=dict)
+    """Queue → the ``Result{RequeueAfter}`` period its controller asks for, seconds (config
+    ``profile.poll_periods``): the advisor checks the polls against it
+    (:mod:`models.bindings.polling`)."""
     worker_groups: tuple[tuple[QueueGroup, float], ...] = ()
     external_effects: tuple[ExternalEffects, ...] = ()
     scrape_interval_s: float | None = None
@@ -447,6 +451,11 @@ class Profile:
 
     def with_selector(self, extra: Sequence[Matcher]) -> Profile:
         return replace(self, selector=(*self.selector, *extra))
+
+    def poll_period(self, queue: str) -> float | None:
+        """The RequeueAfter period the queue's controller asks for (``poll_periods``), in
+        seconds; None when not configured (no metric carries it)."""
+        return self.poll_periods.get(queue)
 
     def configured_workers(self, queue: str) -> float | None:
         if queue in self.workers:

@@ -277,7 +277,15 @@ def advise_fleet(
     ``history`` is False, one ``range`` call over the settings' range for all the queues."""
     snap, rng = _read(source, at, settings, queue, history)
     return advise_data(snap, rng, settings, queue=queue, keys=keys,
-                       framework=source_framework(source))
+                       framework=source_framework(source),
+                       poll_periods=source_poll_periods(source))
+
+
+def source_poll_periods(source: Source) -> Mapping[str, float]:
+    """The ``RequeueAfter`` periods the source's profile was configured with (``{}``: none,
+    or a source without a profile)."""
+    periods = getattr(getattr(source, "profile", None), "poll_periods", None)
+    return periods if isinstance(periods, Mapping) else {}
 
 
 def advise_data(
@@ -288,9 +296,11 @@ def advise_data(
     queue: str | None = None,
     keys: Mapping[str, int] | None = None,
     framework: str | None = None,
+    poll_periods: Mapping[str, float] | None = None,
 ) -> FleetAdvice:
     """Plans and verdicts from a snapshot and a range read the caller already has (no source
-    calls). ``rng`` should be read with the settings' range and step (:func:`advice_range`):
+    calls). ``poll_periods``: the profile's requested ``RequeueAfter`` periods by queue.
+    ``rng`` should be read with the settings' range and step (:func:`advice_range`):
     that is what makes every surface give the same answer. It may cover more queues than
     the one named."""
     chosen: Sequence[QueueSnapshot] = list(snap.queues)
@@ -311,6 +321,7 @@ def advise_data(
         requests.append(AdviceRequest(
             q, histories.get(q.queue), keys=(keys or {}).get(q.queue),
             process=totals.get(pk) if pk is not None else None,
+            poll_period_s=(poll_periods or {}).get(q.queue),
         ))
     # One batched call: the queueing models run vectorized over all queues at once.
     assessments = assess_many(requests, slo_wait_s=settings.slo_wait_s,

@@ -101,6 +101,7 @@ def advise(
     keys: int | None = None,
     process: ProcessTotals | None = None,
     client_qps: float | None = None,
+    poll_period_s: float | None = None,
 ) -> tuple[Verdict, ...]:
     """Verdicts for one queue, ordered by impact (see the module docstring).
 
@@ -109,10 +110,12 @@ def advise(
     ``process``: totals over all queues of this queue's process (the API budget and limiter
     are shared); without it the queue is taken to be alone in its process.
     ``client_qps``: the client's configured QPS limit, if known, for the API ceiling.
+    ``poll_period_s``: the ``RequeueAfter`` period the controller asks for, if known.
     """
     th = thresholds or AdvisorThresholds()
     check_options(slo_wait_s, client_qps, keys)
     ctx = new_context(signals, history, th, slo_wait_s, keys)
+    ctx.poll_period_s = poll_period_s
     return _evaluate(ctx, process, client_qps)
 
 
@@ -145,6 +148,8 @@ class AdviceRequest:
     history: QueueHistory | None = None
     keys: int | None = None
     process: ProcessTotals | None = None
+    poll_period_s: float | None = None
+    """The ``RequeueAfter`` period the queue's controller asks for, when configured."""
 
 
 @dataclass(frozen=True)
@@ -199,6 +204,7 @@ def assess_many(
     for r in requests:
         try:
             ctxs.append(new_context(r.signals, r.history, th, slo_wait_s, r.keys, design=False))
+            ctxs[-1].poll_period_s = r.poll_period_s  # type: ignore[union-attr]
         except ModelInputError as exc:  # raised in its turn below, as advise would
             ctxs.append(exc)
     ready = [ctx for ctx in ctxs if isinstance(ctx, Ctx)]

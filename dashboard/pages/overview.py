@@ -47,6 +47,7 @@ from dashboard.advice import (
     QueueAdvice,
     advise_data,
     source_framework,
+    source_poll_periods,
 )
 from dashboard.context import AppContext, register_page
 from dashboard.figures import SPARK_BLOCKS, format_number, spark_log_top, sparklines_text
@@ -167,14 +168,16 @@ refresh within the cache's lifetime gets the same objects back and skips the adv
 
 def fleet_advice(snapshot: Snapshot, data: RangeData | None,
                  settings: AnalysisSettings | None = None,
-                 framework: str | None = None) -> FleetAdvice:
+                 framework: str | None = None,
+                 poll_periods: Mapping[str, float] | None = None) -> FleetAdvice:
     """Every queue's plan and verdicts, from data already read (no source call)."""
     global _memo
     settings = settings or AnalysisSettings()
     memo = _memo
     if memo is not None and memo[0] is snapshot and memo[1] is data and memo[2] == settings:
         return memo[3]
-    advice = advise_data(snapshot, data, settings, framework=framework)
+    advice = advise_data(snapshot, data, settings, framework=framework,
+                         poll_periods=poll_periods)
     _memo = (snapshot, data, settings, advice)
     return advice
 
@@ -280,7 +283,8 @@ def load_overview(ctx: AppContext, now: float | None = None
     notes = [*snapshot.warnings, *([history_warning] if history_warning else [])]
     try:
         advice: FleetAdvice | None = fleet_advice(snapshot, data, ctx.settings,
-                                                  source_framework(ctx.source))
+                                                  source_framework(ctx.source),
+                                                  source_poll_periods(ctx.source))
     except (ModelInputError, CollectorError) as exc:
         advice = None
         notes.append(f"No advisor verdicts: {exc}")

@@ -26,6 +26,10 @@ __all__ = [
 
 def backlog_growing(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     contention = found.get(Kind.CONTENTION)
+    polls = found.get(Kind.REQUEUE_MISUSE)
+    if polls is not None and "workers" in polls.recommendation:
+        # a closed loop of polls: the backlog is bounded by the keys, the polls come late
+        return None
     lam, svc, c = core_inputs(ctx)
     th = ctx.th
     capacity = c / svc
@@ -42,8 +46,9 @@ def backlog_growing(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     t_keys = max(ctx.keys - q0, 0.0) / growth if ctx.keys is not None else None
     ceiling = contention.evidence.get("ceiling_reconciles_per_s") if contention else None
     evidence: dict[str, Any] = {
-        "arrival_rate_per_s": lam, "capacity_per_s": capacity, "overload_ratio": ratio,
-        "growth_per_s": growth, "depth_now": q0, "time_to_slo_breach_s": t_slo,
+        "arrival_rate_per_s": lam, "workers": c, "capacity_per_s": capacity,
+        "overload_ratio": ratio, "growth_per_s": growth, "depth_now": q0,
+        "time_to_slo_breach_s": t_slo,
         "slo_backlog": slo_backlog, "keys": ctx.keys, "time_to_key_limit_s": t_keys,
         "ceiling_reconciles_per_s": ceiling,
     }
@@ -79,6 +84,9 @@ def backlog_growing(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
 
 def add_workers(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     lam, svc, c = core_inputs(ctx)
+    polls = found.get(Kind.REQUEUE_MISUSE)
+    if polls is not None and "workers" in polls.recommendation:
+        return None  # late polls: their verdict sizes the queue at the restored period
     th = ctx.th
     lam_d = ctx.lam_design if ctx.lam_design is not None else lam
     if lam_d <= 0:

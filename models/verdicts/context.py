@@ -65,6 +65,8 @@ class Ctx:
     is taken to be alone in its process (:meth:`process_totals`)."""
     client_qps: float | None = None
     """The client's configured QPS limit, if known, for the API ceiling."""
+    poll_period_s: float | None = None
+    """The ``RequeueAfter`` period the controller asks for, if known (the polling check)."""
 
     def process_totals(self) -> ProcessTotals:
         """:attr:`process`, or this queue alone as its process."""

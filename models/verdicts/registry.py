@@ -90,9 +90,10 @@ RULES: tuple[Rule, ...] = _registry(
     Rule(Kind.INSUFFICIENT_DATA, 110, fallback.insufficient, fallback.insufficient_headline,
          gate="unsized"),
     Rule(Kind.BACKLOG_GROWING, 30, capacity.backlog_growing, capacity.backlog_headline,
-         reads=(Kind.CONTENTION,), gate="sized"),
+         reads=(Kind.CONTENTION, Kind.REQUEUE_MISUSE), gate="sized"),
     Rule(Kind.ADD_WORKERS, 50, capacity.add_workers, capacity.add_workers_headline,
-         reads=(Kind.CONTENTION,),  # its caveats quote the contention rule's notes
+         reads=(Kind.CONTENTION, Kind.REQUEUE_MISUSE),  # the contention rule's notes; late
+         # polls, which size the queue themselves
          suppressed_by=(Kind.RETRY_STORM, Kind.CONTENTION, Kind.HOT_KEY, Kind.STUCK_WORKERS),
          gate="sized"),
     Rule(Kind.OVER_PROVISIONED, 100, capacity.over_provisioned,

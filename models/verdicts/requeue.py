@@ -1,14 +1,33 @@
 """Requeue misuse: retries without errors — the controller's own planned requeues
 (RequeueAfter polling, ``Requeue`` without an error through the per-key rate limiter,
-AddRateLimited for planned delays)."""
+AddRateLimited for planned delays).
+
+A polling controller whose requested period is known (the profile's ``poll_periods``) is
+also checked for late polls (:mod:`models.bindings.polling`): when the queue wait is a tenth
+of the period or more, the verdict names the workers as the limit, makes the demand with the
+period restored the queue's design demand (the observed adds are held down by the late polls
+themselves) and recommends the sweep's count there — the fewest workers whose mean wait is
+back under a tenth of the period, and at least the utilization target's."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
+from models.bindings.polling import OVERRUN_SHARE_MIN, poll_overrun
 from models.verdicts.context import Ctx, error_rate
-from models.verdicts.verdict import Kind, Verdict, make_verdict, margin_conf, num
+from models.verdicts.sizing import row_evidence, size_at
+from models.verdicts.verdict import (
+    Kind,
+    Severity,
+    Verdict,
+    fmt_s,
+    make_verdict,
+    margin_conf,
+    num,
+)
 
 __all__ = ["headline", "requeue_misuse"]
 
@@ -49,15 +68,70 @@ def requeue_misuse(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
                    (rq_share or 0.0) / th.requeue_share if th.requeue_share else 0.0)
     summary = (f"Retries without errors: {100 * planned:.0f} % of adds are the controller's own "
                f"requeues. Likely pattern: {patterns[0]}.")
-    return make_verdict(
-        Kind.REQUEUE_MISUSE, "warning", summary,
-        {"retries_per_s": retries, "errors_per_s": errors, "arrival_rate_per_s": adds,
-         "planned_requeue_share_of_adds": planned, "requeue_after_share": ra_share,
-         "requeue_share": rq_share},
-        {"action": "fix_requeue_pattern", "patterns": patterns},
-        margin_conf(strength), headline,
-    )
+    evidence: dict[str, Any] = {
+        "retries_per_s": retries, "errors_per_s": errors, "arrival_rate_per_s": adds,
+        "planned_requeue_share_of_adds": planned, "requeue_after_share": ra_share,
+        "requeue_share": rq_share}
+    recommendation: dict[str, Any] = {"action": "fix_requeue_pattern", "patterns": patterns}
+    severity: Severity = "warning"
+    if ra_share is not None and ra_share >= th.planned_requeue_share:
+        late = _late_polls(ctx, results.get("requeue_after", 0.0), adds, evidence)
+        if late is not None:
+            recommendation.update(late)
+            severity = "critical"
+            summary += (f" The polls come late: every {fmt_s(evidence['poll_requested_s'])} "
+                        f"asked, every {fmt_s(evidence['poll_effective_s'])} got; "
+                        f"{late['workers']} workers bring the period back.")
+    return make_verdict(Kind.REQUEUE_MISUSE, severity, summary, evidence, recommendation,
+                        margin_conf(strength), headline)
+
+
+def _late_polls(ctx: Ctx, polls_per_s: float, adds_per_s: float, evidence: dict[str, Any]
+                ) -> dict[str, Any] | None:
+    """The polling check (module docstring): fills ``evidence`` and returns the
+    recommendation's worker fields when the polls are late and more workers bring them
+    back."""
+    period = ctx.poll_period_s
+    evidence.update(poll_requested_s=period, poll_effective_s=None, poll_overrun=None,
+                    poll_note=None)
+    if period is None:
+        evidence["poll_note"] = (
+            "the requested RequeueAfter period is in no metric: set it in the profile "
+            "(profile.poll_periods: {queue: 30s}) to check whether the polls come late")
+        return None
+    wait = num(ctx.s.queue_wait_mean_s)
+    found = poll_overrun(period, polls_per_s, ctx.svc or 0.0, wait if wait is not None
+                         else -1.0, adds_per_s)
+    if found is None:
+        evidence["poll_note"] = "needs the mean work time and the mean queue wait"
+        return None
+    evidence.update(poll_effective_s=found.effective_s, poll_late_s=found.late_s,
+                    poll_wait_share=found.wait_share, poll_keys=found.keys,
+                    poll_demand_restored_per_s=found.demand_restored_per_s,
+                    poll_overrun=found.overrun)
+    if not found.overrun or ctx.c is None or ctx.svc is None:
+        return None
+    lam = found.demand_restored_per_s
+    _, _, table = size_at(ctx, lam)
+    ok = np.flatnonzero(table.stable & (table.wait_mean_s <= OVERRUN_SHARE_MIN * period))
+    if ok.size == 0:
+        evidence["poll_note"] = (f"no worker count up to {int(table.workers[-1])} brings the "
+                                 "wait under a tenth of the period")
+        return None
+    restore = int(table.workers[ok[0]])
+    rec = max(restore, table.design_workers() or restore)
+    if rec <= ctx.c:
+        return None
+    ctx.lam_design = max(ctx.lam_design or 0.0, lam)  # the demand with the period restored
+    evidence.update(binding_limit="workers", workers=ctx.c)
+    return {"workers": rec, "workers_for_slo": restore,
+            **row_evidence(table.row(rec), "expected_")}
 
 
 def headline(evidence: Mapping[str, Any], recommendation: Mapping[str, Any]) -> str:
+    rec = recommendation.get("workers")
+    if isinstance(rec, int) and evidence.get("poll_overrun"):
+        return (f"Polls come late (every {fmt_s(evidence.get('poll_effective_s'))} for "
+                f"{fmt_s(evidence.get('poll_requested_s'))} asked): more workers "
+                f"{evidence.get('workers')} → {rec}")
     return "Requeues without errors: the controller polls instead of reacting"

@@ -160,6 +160,9 @@ def test_full_config_parses() -> None:
     ("profile: {workers: [{queues: [a]}]}", "missing 'workers'"),
     ("profile: {external_effects: [{queues: [a]}]}", "missing 'query'"),
     ("profile: {scrape_interval: soon}", "scrape_interval"),
+    ("profile: {poll_periods: {cronjob: soon}}", "poll_periods.cronjob"),
+    ("profile: {poll_periods: {cronjob: -5s}}", "poll_periods.cronjob"),
+    ("profile: {poll_periods: [30s]}", "poll_periods"),
     ("prometheus: {url: 'ftp://x'}", "http:// or https://"),
     ("prometheus: {url: 'http://x/?a=b'}", "query string"),
     ("prometheus: {retries: -1}", "retries"),
@@ -173,6 +176,17 @@ def test_config_errors_name_the_key(text: str, fragment: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(text, origin="q.yaml")
     assert fragment in str(info.value)
+
+
+def test_poll_periods_take_durations_and_a_cap() -> None:
+    p = parse_config("profile: {poll_periods: {cronjob: 30s, job: 1m30s}}").profile
+    assert p.poll_period("cronjob") == 30.0
+    assert p.poll_period("job") == 90.0
+    assert p.poll_period("deployment") is None
+    from collectors.config import MAX_POLL_PERIODS
+    many = ", ".join(f"q{i}: 1s" for i in range(MAX_POLL_PERIODS + 1))
+    with pytest.raises(ConfigError, match="at most 100,000 queues"):
+        parse_config("profile: {poll_periods: {" + many + "}}")
 
 
 def test_missing_config_file(tmp_path: Path) -> None:
