@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 from dashboard import figures as fg
+from dashboard.plan_words import rate_text
 from models.plan import CapacityPlan
 
 __all__ = ["DECISIVE_TITLE", "WAIT_TITLE", "decisive_figure", "plan_wait_figure"]
@@ -97,7 +98,12 @@ def plan_wait_figure(plan: CapacityPlan) -> fg.Figure:
     """Mean and p95 wait per worker count (log scale), the band, and the SLO."""
     rows = [r for r in plan.rows if r.stable]
     if not rows:
-        return fg.no_data_figure(WAIT_TITLE, "no stable worker count to show")
+        x = plan.sizing.ceiling_per_s if plan.sizing is not None else None
+        return fg.no_data_figure(
+            WAIT_TITLE, "the demand is over the ceiling of " + rate_text(x)
+            + ": the backlog grows at every count" if x is not None
+            and plan.demand_per_s is not None and plan.demand_per_s >= x
+            else "no stable worker count to show")
     fig = fg.base_figure(WAIT_TITLE, "workers c", "wait in queue (s, log scale)")
     fig["layout"]["yaxis"].update({"type": "log", "rangemode": "normal"})
     xs = [r.workers for r in rows]

@@ -253,6 +253,14 @@ def _recommend(table: WhatIfTable, rows: tuple[WhatIfRow, ...]) -> Recommendatio
     inputs = table.inputs
     stable_rows = [r for r in rows if r.stable]
     span = f"c={inputs.workers_min}..{inputs.workers_max}"
+    if not stable_rows and inputs.ceiling_per_s is not None \
+            and inputs.arrival_rate_per_s >= inputs.ceiling_per_s:
+        return Recommendation(
+            None,
+            f"the demand λ = {inputs.arrival_rate_per_s:.3g}/s is at or over the shared "
+            f"ceiling of {inputs.ceiling_per_s:.3g}/s: no worker count serves it and the "
+            "backlog grows at every one; raise the ceiling or lower the demand.",
+        )
     if not stable_rows:
         return Recommendation(
             None,

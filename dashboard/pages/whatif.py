@@ -141,7 +141,7 @@ def measured_inputs(source: Source | None, queue: str | None, now: float,
         contention = (usl["sigma"], usl["kappa"])
         notes.append(f"σ = {usl['sigma']:.3g}, κ = {usl['kappa']:.3g} fitted by the USL to "
                      f"throughput vs busy workers over the range (R² = {usl['r2']:.2f}).")
-    else:
+    elif ceiling is None:
         notes.append("No contention fit passed the advisor's gate for this queue: type σ and "
                      "κ to model contention, or leave it off.")
     return Measured(lam, service, 1.0, q.workers, contention, tuple(notes), ceiling)
