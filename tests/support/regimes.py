@@ -217,6 +217,20 @@ STEP_REGIMES: tuple[Regime, ...] = (
         frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
         "contention (the API client limiter)", "client_limiter", ceiling_per_s=10.0),
     Regime(
+        "step_cpu", "1 → 2 → 3 workers, 50 ms passes of which 80 % is CPU work on one core "
+        "(ceiling 1 / 40 ms = 25/s), offered 40/s",
+        40.0, {"workers": STEPS, "service_mean_s": 0.05, "cpu_cores": 1,
+               "cpu_fraction": 0.8},
+        frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
+        "contention (the CPU)", "cpu", ceiling_per_s=25.0),
+    Regime(
+        "step_webhook", "1 → 2 → 3 workers, 50 ms passes with 1 write through a validating "
+        "webhook of 1 slot × 60 ms (ceiling 16.7 writes/s), offered 30/s",
+        30.0, {"workers": STEPS, "service_mean_s": 0.05, "api_calls": 1, "api_writes": 1,
+               "api_latency_s": 0.01, "webhook_latency_s": 0.06, "webhook_concurrency": 1},
+        frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
+        "contention (the admission webhook)", "admission_webhook", ceiling_per_s=1 / 0.06),
+    Regime(
         "step_independent", "1 → 2 → 3 workers, 0.1 s passes, nothing shared, offered 40/s "
         "(the look-alike: throughput follows the count)",
         40.0, {"workers": STEPS},
