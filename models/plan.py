@@ -368,7 +368,8 @@ def _plan(r: PlanRequest, settings: AnalysisSettings,
         rows_basis=lim.sizing.basis if lim.sizing is not None else "",
         headline=lead.headline, kind=lead.kind, severity=lead.severity,
         confidence=lead.confidence, caveats=_caveats(verdicts, a, table, h),
-        knobs=_knobs(binding, r, rec, contention), options=limits()[binding].options,
+        knobs=_knobs(binding, r, rec, contention),
+        options=_options(binding, rule, rec, verdicts),
         model=table.model if table is not None else None, band_source=band_source,
         verdicts=verdicts, settings=settings, sizing=sizing, usl=usl,
         tags=tuple(v.kind for v in verdicts), table=table, band=band, fit=fit, history=h,
@@ -421,6 +422,40 @@ def _recommendation(verdicts: Sequence[Verdict], c: int | None, a: Assessment
             return useful, "contention_ceiling"
         return c, "contention_ceiling"
     return c, "keep"
+
+
+def _options(binding: str, rule: str, rec: int | None, verdicts: Sequence[Verdict]
+             ) -> tuple[Option, ...]:
+    """What to do, best first: the binding limit's options — with the rule's own first when
+    it changes the count the limit's options do not (fewer workers would do: the count goes
+    down, it is not kept) — then what a verdict that names no limit asks for (polling instead
+    of reacting, passes that hold a worker far longer than the rest)."""
+    out = list(limits()[binding].options)
+    if rule == "fewer" and rec is not None:
+        out = [Option(f"lower the worker count to {rec}",
+                      "less headroom, still within the SLO and the utilization target at the "
+                      "design demand; each worker removed frees its memory and its share of the "
+                      "process's API budget"),
+               *(o for o in out if o.action != "keep the current worker count")]
+    for v in verdicts:
+        extra = _VERDICT_OPTIONS.get(v.kind)
+        if extra is not None and (v.kind != Kind.REQUEUE_MISUSE or any(
+                "RequeueAfter on" in str(p) for p in v.recommendation.get("patterns", ()))):
+            out.append(extra)
+    return tuple(out)
+
+
+_VERDICT_OPTIONS: Mapping[Kind, Option] = MappingProxyType({
+    Kind.REQUEUE_MISUSE: Option(
+        "react to watch events instead of polling (RequeueAfter): watch what the controller "
+        "polls, or lengthen the interval",
+        "a code change; every poll is a pass (and its API calls) that may find nothing to do"),
+    Kind.LONG_PASSES: Option(
+        "split the long passes into bounded ones (requeue with progress between them)",
+        "a code change; each pass must be resumable"),
+})
+"""The option a verdict that names no binding limit adds (requeue misuse only for RequeueAfter
+polling: its other patterns are fixes of the requeue call, in its own steps)."""
 
 
 def _binding(verdicts: Sequence[Verdict]) -> str:
