@@ -19,6 +19,7 @@ sets its budget per page refresh instead (:meth:`collectors.cache.CachedSource.d
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +131,7 @@ def source_from_args(
     headers: dict[str, str] = {}
     for item in getattr(args, "prometheus_header", None) or []:
         headers.update(parse_headers(item, "--prometheus-header"))
-    return open_source(
+    source = open_source(
         getattr(args, "prometheus", None),
         bool(getattr(args, "demo", False)),
         config,
@@ -144,6 +145,16 @@ def source_from_args(
         if (getattr(args, "command", None) != "serve" if one_shot is None else one_shot)
         else None,
     )
+    if not getattr(args, "demo", False) and type(source).__name__ == "DemoSource":
+        # the demo fleet's names look real: never read it without saying so
+        print(DEMO_NOTICE, file=sys.stderr)
+    return source
+
+
+DEMO_NOTICE = ("queuelens: no Prometheus given (--prometheus URL, QUEUELENS_PROMETHEUS_URL "
+               "or prometheus.url in --config): reading the built-in demo fleet; pass --demo "
+               "to choose it")
+"""Said on stderr when a command falls back to the demo without ``--demo``."""
 
 
 __all__: Sequence[Any] = ["add_source_arguments", "open_source", "source_from_args"]

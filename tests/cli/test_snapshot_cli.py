@@ -278,3 +278,18 @@ def test_a_header_with_a_line_break_is_a_usage_error(capsys: pytest.CaptureFixtu
     assert code == 2, err
     assert err.count("\n") == 1
     assert "--prometheus-header" in err
+
+
+def test_the_demo_is_never_read_without_saying_so(capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from collectors.connect import DEMO_NOTICE
+    from tests.support.cli import run_main
+
+    monkeypatch.delenv("QUEUELENS_PROMETHEUS_URL", raising=False)
+    code, out, err = run_main(["snapshot", "--format", "json"], capsys)
+    assert code == 0
+    assert err.strip() == DEMO_NOTICE
+    assert json.loads(out)["source"] == "demo"
+    code, _, err = run_main(["snapshot", "--demo", "--format", "json"], capsys)
+    assert code == 0
+    assert DEMO_NOTICE not in err
