@@ -76,6 +76,14 @@ def _check(name: str, value: float, *, positive: bool = True) -> float:
     return float(value)
 
 
+def default_horizon_s(outage_s: float) -> float:
+    """The horizon a storm is followed over when none is given: max(10 × the outage, the
+    outage + 1 h) — long enough for client-go's 1000 s cap to let every key back. The one
+    default of ``queuelens retries`` and the Retry storm page: the rate bins are horizon /
+    1000, so two horizons would give two peaks for the same storm."""
+    return max(10.0 * outage_s, outage_s + 3600.0)
+
+
 def retry_storm(
     keys: int,
     policy: RetryPolicy,
@@ -105,7 +113,7 @@ def retry_storm(
     if horizon_s is None and not math.isfinite(10 * out):
         raise ModelInputError(f"the outage ({out:.6g} s) is too long for the default horizon "
                               "(10 × the outage); give a horizon.")
-    hz = _check("horizon", horizon_s) if horizon_s is not None else max(10 * out, out + 3600.0)
+    hz = _check("horizon", horizon_s) if horizon_s is not None else default_horizon_s(out)
     if hz <= out:
         raise ModelInputError(f"horizon ({hz} s) must be longer than the outage ({out} s).")
     bw = _check("bin width", bin_s) if bin_s is not None else hz / 1000.0

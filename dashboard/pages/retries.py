@@ -58,6 +58,7 @@ from models.retry import (
     HealthyImpact,
     StormBudgetExceeded,
     StormResult,
+    default_horizon_s,
     healthy_impact,
     policy_variants,
     retry_storm,
@@ -81,7 +82,8 @@ MAX_STORM_STEPS = RETRIES_PAGE_MAX_STORM_STEPS
 DEFAULTS: dict[str, Any] = {
     "keys": 1000, "outage_s": 60.0, "base_s": CLIENT_GO_BASE_S, "cap_s": CLIENT_GO_CAP_S,
     "jitter": "none", "bucket": False, "qps": CLIENT_GO_QPS, "burst": CLIENT_GO_BURST,
-    "dependency_limit_per_s": 100.0, "horizon_s": 600.0, "healthy_rate_per_s": 20.0,
+    "dependency_limit_per_s": 100.0, "horizon_s": default_horizon_s(60.0),
+    "healthy_rate_per_s": 20.0,
     "workers": 2, "service_mean_s": 0.05,
 }
 

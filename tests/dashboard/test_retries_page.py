@@ -323,3 +323,24 @@ def test_delays_outside_a_nanosecond_to_1e9_s_are_sentences(index: int, value: f
         raw[2] = 1e-9
     with pytest.raises(ModelInputError, match="from 1e-09 s"):
         retries.parse_inputs(*raw)
+
+
+def test_the_page_and_the_cli_give_one_peak_for_one_storm(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the defaults of both surfaces (issue 21: 8,333 on the page against 2,459 in the CLI,
+    # from two default horizons and bins of horizon / 1000)
+    import json
+
+    from dashboard.cli import main
+
+    d = retries.DEFAULTS
+    view = retries.retries_view(retries.parse_inputs(
+        d["keys"], d["outage_s"], d["base_s"], d["cap_s"], d["jitter"], d["bucket"], d["qps"],
+        d["burst"], d["dependency_limit_per_s"], d["horizon_s"], d["healthy_rate_per_s"],
+        d["workers"], d["service_mean_s"]))
+    assert main(["retries", "--keys", str(d["keys"]), "--outage", f"{d['outage_s']:g}s",
+                 "--retry", f"exp:{d['base_s']:g}:{d['cap_s']:g}", "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["variants"][0]
+    assert view.mine.storm.bin_s == cli["storm"]["bin_s"]
+    assert view.mine.storm.peak_rate_per_s == pytest.approx(cli["storm"]["peak_rate_per_s"],
+                                                            rel=1e-9)
