@@ -319,7 +319,7 @@ def beyond_measures(q: QueueSnapshot) -> tuple[Measure, ...]:
                      "by the API server inside other clients' writes.",
                      "served_webhook_requests_per_s")),
         Measure("depth by priority",
-                prio or "not a priority queue",
+                prio or _no_priority(q.missing.get("priority_series")),
                 note("Only workqueue_depth carries priority: wait and work figures blend "
                      "the priorities." + (f" {sig(q.priority_series)} priority values."
                                           if q.priority_series else ""), "priority_series")),
@@ -645,3 +645,11 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
             view = queue_view(ctx.source, name or "", range_key or DEFAULT_RANGE, ctx.now(),
                               ctx.settings)
         return (*render_view(view), render_verdicts(view), int(ctx.refresh_s * 1000))
+
+
+def _no_priority(why: str | None) -> str:
+    """The depth-by-priority cell without priorities: what the read said (not read — the demo
+    does not model it — is not "not a priority queue", which the doctor may contradict)."""
+    if why is None or why.startswith("not a priority queue"):
+        return "not a priority queue"
+    return f"not read: {why}"

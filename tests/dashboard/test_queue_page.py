@@ -328,3 +328,12 @@ def test_model_fit_rounds_the_worker_count_as_the_advisor_does() -> None:
     none = qp.model_fit(QueueSnapshot(queue="q", arrival_rate_per_s=0.5, service_mean_s=1.0,
                                       workers=0.4))
     assert none == ("No M/M/c estimate: workers not measured.",)
+
+
+def test_the_priority_cell_does_not_contradict_the_doctor() -> None:
+    # the doctor reads the demo's exposition (priority label on workqueue_depth: "priority
+    # queue on"); the demo's snapshot does not read depth by priority, and says so
+    snap = DemoSource(seed=0).snapshot(AT_DEMO, 300)
+    q = next(q for q in snap.queues if q.queue == "replicaset")
+    cell = next(m for m in qp.beyond_measures(q) if m.label == "depth by priority")
+    assert cell.value == "not read: the demo does not read depth by priority"
