@@ -329,7 +329,8 @@ def advise_data(
     plans = plan_many([
         PlanRequest(q.queue, a, histories.get(q.queue), worker_count(q.workers),
                     q.arrival_rate_per_s, framework, _one(q.labels.get("namespace")),
-                    _one(q.labels.get("job")) or _one(q.labels.get("pod")))
+                    _one(q.labels.get("job")) or _one(q.labels.get("pod")),
+                    throughput_now_per_s=q.throughput_per_s)
         for q, a in zip(chosen, assessments, strict=True)], settings)
     out = [QueueAdvice(q.queue, a.verdicts, dict(q.labels), p, q)
            for q, a, p in zip(chosen, assessments, plans, strict=True)]

@@ -164,6 +164,9 @@ class ChangeCheck:
     wait_more_s: float | None = None
     """About how long until :data:`CHANGE_MIN_POINTS` steady after points exist (None when
     checked, or when a drain's end cannot be estimated)."""
+    prediction_basis: str = "M/M/c from the points before the change"
+    """What predicted the new count, and whether it is out of sample (the caller says so
+    when its model used the points after the change too)."""
 
 
 def mmc_prediction(workers: int, demand_per_s: float, service_mean_s: float

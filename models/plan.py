@@ -178,8 +178,15 @@ class CapacityPlan:
     @cached_property
     def change(self) -> ChangeCheck | None:
         """The last worker-count change of the history, checked (:mod:`models.change`)."""
-        return check_change(self.history, window_s=point_window_s(self.settings),
-                            predict=limit_prediction(self.sizing))
+        predict = limit_prediction(self.sizing)
+        found = check_change(self.history, window_s=point_window_s(self.settings),
+                             predict=predict)
+        if found is None or predict is None:
+            return found
+        return replace(found, prediction_basis=(
+            f"the binding limit's model ({self.binding_limit}): its ceiling or curve was "
+            "read from the whole range, the points after the change included — an in-sample "
+            "check, not a prediction from before"))
 
     @cached_property
     def _measured(self) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
@@ -219,6 +226,13 @@ class CapacityPlan:
                         for i, o in enumerate(self.options)],
             "model": self.model, "band_source": self.band_source,
             "rows_basis": self.rows_basis,
+            "rows_inputs": None if self.sizing is None else {
+                "arrival_rate_per_s": self.sizing.arrival_rate_per_s,
+                "service_mean_s": self.sizing.service_mean_s,
+                "ceiling_per_s": self.sizing.ceiling_per_s,
+                "ceiling_cv2": self.sizing.ceiling_cv2 if self.sizing.ceiling_per_s else None,
+                "sigma": self.sizing.sigma, "kappa": self.sizing.kappa,
+                "keys": self.sizing.keys},
             "usl": dict(self.usl) if self.usl is not None else None,
             "change": _change_payload(self.change),
             "settings": self.settings.payload(),
@@ -260,6 +274,9 @@ class PlanRequest:
     """The controller's namespace when its series carry one (for the FlowSchema's subject)."""
     process_name: str | None = None
     """The process's name (its ``job``, else ``pod``): one FlowSchema per process."""
+    throughput_now_per_s: float | None = None
+    """The queue's throughput in the snapshot: a ceiling the rows obey is never below what
+    the queue does now."""
 
 
 def plan_many(requests: Sequence[PlanRequest], settings: AnalysisSettings
@@ -311,7 +328,7 @@ def _limit(r: PlanRequest, settings: AnalysisSettings) -> _Limit:
     if a.sizing is not None:
         sizing = limit_sizing(binding, a.sizing,
                               contention.evidence if contention is not None else None,
-                              r.history, fit, r.demand_now_per_s)
+                              r.history, fit, r.throughput_now_per_s)
     return _Limit(binding, contention, fit, sizing)
 
 

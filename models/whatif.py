@@ -46,6 +46,10 @@ from models.queueing import ggc_wait, wait_quantile_from_atom
 
 MAX_WORKERS = 10_000
 
+CEILING_MIN_PER_S = 1e-6
+"""The smallest shared ceiling a sweep takes: below it the pass times overflow to infinity
+or lose every digit (a ceiling of 1e-320 printed empty columns)."""
+
 
 @dataclass(frozen=True)
 class WhatIfInputs:
@@ -135,6 +139,10 @@ def validate_inputs(inp: WhatIfInputs) -> None:
         _finite("kappa", inp.kappa, upper=1.0)
     if inp.ceiling_per_s is not None:
         _finite("shared ceiling", inp.ceiling_per_s, positive=True)
+        if inp.ceiling_per_s < CEILING_MIN_PER_S:
+            raise ModelInputError(f"the shared ceiling must be at least {CEILING_MIN_PER_S:g} "
+                                  f"items/s (one a week and a half), got "
+                                  f"{inp.ceiling_per_s:g}.")
         _finite("shared resource cv²", inp.ceiling_cv2, upper=1.0)
         if inp.sigma is not None:
             raise ModelInputError(

@@ -185,7 +185,7 @@ def parse_params(
         kap = parse_number("coherency κ", kappa)
     elif contention == "ceiling":
         x_star = parse_number("shared ceiling X*", ceiling, positive=True)
-        cv2_star = parse_number("the shared resource's cv²", ceiling_cv2)
+        cv2_star = parse_number("shared resource's cv²", ceiling_cv2)
     slo_s = None if slo in (None, "") else parse_number("wait SLO", slo, positive=True)
     if not isinstance(slo_quantile, str) or slo_quantile not in SLO_QUANTILES:
         raise ModelInputError(f"Unknown SLO statistic {str(slo_quantile)[:40]!r}.")
@@ -386,6 +386,7 @@ def simulate_view(params: WhatIfParams, workers: float | None,
         cs2 = inp.service_cv2
         dist = "exp" if cs2 == 1.0 else ("const" if cs2 == 0 else "lognormal")
         shared: dict[str, Any] = {}
+        shared_note = ""
         if inp.ceiling_per_s is not None:
             # the mechanism, not the formula's stretched pass: a rate limiter on a dependency
             # (cv² 0), else a lock held for the share of the pass that sets the ceiling
@@ -393,6 +394,14 @@ def simulate_view(params: WhatIfParams, workers: float | None,
             hold = 1.0 / (inp.ceiling_per_s * inp.service_mean_s)
             shared = ({"dependency_qps": inp.ceiling_per_s, "dependency_burst": 1}
                       if inp.ceiling_cv2 == 0 or hold > 1 else {"lock_fraction": hold})
+            shared_note = (
+                f" The shared ceiling is simulated as a rate limiter of "
+                f"{fmt(inp.ceiling_per_s, '/s')} (burst 1) on every pass"
+                if "dependency_qps" in shared else
+                f" The shared ceiling is simulated as one lock held for {100 * hold:.0f} % of "
+                "each pass") + (", a mechanism the formula's exponential station only "
+                                "approximates." if 0 < inp.ceiling_cv2 < 1 or hold > 1
+                                else ".")
         sim = simulate(
             arrival_rate_per_s=lam, keys=SIM_KEYS, workers=c, service_mean_s=mean_c,
             duration_s=duration, seed=SIM_SEED, service_dist=dist,  # type: ignore[arg-type]
@@ -413,6 +422,7 @@ def simulate_view(params: WhatIfParams, workers: float | None,
         f"{fmt(sim.wait_mean_s, 's')} vs formula {fmt(formula.wait_mean_s, 's')}; p95 wait "
         f"{fmt(sim.wait_p95_s, 's')} vs {fmt(formula.wait_p95_s, 's')}; utilization "
         f"{100 * sim.utilization:.0f}% vs {100 * formula.utilization:.0f}%." + caveat
+        + shared_note
     )
     return SimView(text, fig)
 

@@ -50,7 +50,7 @@ import numpy.typing as npt
 
 from models.errors import ModelInputError
 
-__all__ = ["CeilingModel", "closed_throughput"]
+__all__ = ["CeilingModel", "closed_throughput", "fit_at_edge", "fit_ceiling"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -172,6 +172,11 @@ FIT_POINTS_MAX = 60
 """Points of a range the fit reads at most (evenly spaced): 60 points of a 2 h range at a
 60 s step leave one every two minutes, more than the fit's two parameters need."""
 
+FIT_WORKERS_MAX = 1_000
+"""Most workers a fitted point may have: each candidate network is evaluated up to c states
+per point (0.49 s a queue at c = 1,000; 7.1 s and 218 MB at 10,000), and only contention
+queues without a measured ceiling are fitted."""
+
 FIT_CELLS_MAX = 2_000_000
 """Points × states × candidates evaluated at once (16 MB of float64): larger worker counts are
 evaluated in slices."""
@@ -255,6 +260,8 @@ def fit_ceiling(throughput_per_s: FloatArray, service_mean_s: FloatArray,
     if np.count_nonzero(ok) < 5:
         return None
     x, s, n, w = x[ok], s[ok], n[ok], w[ok].astype(np.int64)
+    if int(w.max()) > FIT_WORKERS_MAX:
+        return None  # the states per candidate grow with c: refused, not truncated
     lo_x, hi_x = np.quantile(x, [0.1, 0.9]).tolist()
     if hi_x < FIT_SPREAD_MIN * lo_x:  # the middle 80 %: not one odd point at the range's edge
         return None
@@ -279,3 +286,12 @@ def fit_ceiling(throughput_per_s: FloatArray, service_mean_s: FloatArray,
     if float(x.max()) * d < 0.5:
         return None  # a resource never half busy: the points do not show its ceiling
     return 1.0 / d, float(free[best])
+
+
+def fit_at_edge(ceiling_per_s: float, throughput_per_s: FloatArray) -> bool:
+    """Whether a fitted ceiling is the highest throughput the points reached (within 1 %):
+    the largest demand the search allows, so the points show only that the ceiling is at
+    least this high, not where it is."""
+    x = np.asarray(throughput_per_s, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    return bool(x.size) and ceiling_per_s <= 1.01 * float(x.max())

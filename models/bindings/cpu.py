@@ -67,7 +67,8 @@ class CpuFinding:
     cpu_s_per_pass: float | None
     """The process's CPU seconds per completed pass (None without its throughput)."""
     ceiling_per_s: float | None
-    """cores_available / cpu_s_per_pass: passes/s of the whole process."""
+    """cores_available / cpu_s_per_pass: passes/s of the whole process (under throttling
+    with the mean below the cores: the process's throughput, which the quota holds)."""
     sched_latency_mean_s: float | None
     binds: bool
     reason: str
@@ -118,6 +119,10 @@ def cpu_finding(cores_used: float | None, gomaxprocs: float | None,
     if (full or choked) and sched_latency_mean_s is not None:
         why += (f" and a runnable goroutine waits {sched_latency_mean_s * 1e3:.3g} ms on "
                 "average for a core")
+    if choked and not full:
+        # held at the quota under a mean below it: the cores ÷ CPU a pass would promise what
+        # the quota does not give; what the process does while throttled is the ceiling
+        ceiling = process_throughput_per_s
     return CpuFinding(cores_used, avail, busy, throttled, per_pass, ceiling,
                       sched_latency_mean_s, full or choked, why)
 

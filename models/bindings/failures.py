@@ -28,6 +28,7 @@ largest first.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -85,7 +86,8 @@ def failure_cause(errors_per_s: float, by_class_per_s: Mapping[str, float],
     """The cause of ``errors_per_s`` failing passes (module docstring). ``by_class_per_s``:
     the process's responses per second by class; ``queue_share_of_process``: this queue's
     passes / the process's (0…1)."""
-    share_q = min(max(queue_share_of_process, 0.0), 1.0)
+    share_q = (min(max(queue_share_of_process, 0.0), 1.0)
+               if math.isfinite(queue_share_of_process) else 1.0)
     shares: dict[str, float] = {}
     if errors_per_s > 0:
         for name in ("409", "429", "5xx", "4xx"):

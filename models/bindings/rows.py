@@ -28,7 +28,7 @@ import numpy as np
 
 from models.advisor import QueueHistory
 from models.bindings import CEILING_LIMITS
-from models.bindings.ceiling import fit_ceiling
+from models.bindings.ceiling import fit_at_edge, fit_ceiling
 from models.contention import UslFit
 from models.whatif import WhatIfInputs, whatif_tables
 
@@ -38,6 +38,13 @@ FITTED_BASIS = ("fitted: the demand of one shared resource (mean-value analysis 
                 "passes in flight) that best explains how the range's pass times grew with "
                 "the busy workers")
 """The basis of a ceiling the rows fitted (:func:`models.bindings.ceiling.fit_ceiling`)."""
+
+FITTED_EDGE_BASIS = (
+    "fitted, as a lower bound: the pass times are explained best by a ceiling at the highest "
+    "throughput the range reached ({x:.3g}/s), so the range shows the ceiling is at least "
+    "that, not where it is")
+"""The basis of a fitted ceiling at the edge of the search (:func:`models.bindings.ceiling.
+fit_at_edge`)."""
 
 NO_CEILING_BASIS = (
     "no ceiling could be measured (the verdict gave none, and the range's load did not vary "
@@ -70,8 +77,7 @@ class LimitSizing:
 def free_pass_time(service_now_s: float, evidence: Mapping[str, Any],
                    history: QueueHistory | None) -> float:
     """S₀: the smallest of the measured work time now, the duration at the quietest
-    throughput of the contention rule (``duration_at_quiet_s``), the work time at the lower
-    count of a worker-count step (``models.bindings.steps``) and the
+    throughput of the contention rule (``duration_at_quiet_s``) and the
     :data:`FREE_PASS_QUANTILE` of the range's mean work times."""
     candidates = [service_now_s]
     for key in ("duration_at_quiet_s",):
@@ -88,34 +94,44 @@ def free_pass_time(service_now_s: float, evidence: Mapping[str, Any],
 
 def limit_sizing(binding: str, sizing: WhatIfInputs, contention: Mapping[str, Any] | None,
                  history: QueueHistory | None, fit: UslFit | None,
-                 demand_now_per_s: float | None) -> LimitSizing:
-    """The sweep inputs under ``binding`` (module docstring)."""
+                 throughput_now_per_s: float | None) -> LimitSizing:
+    """The sweep inputs under ``binding`` (module docstring). A ceiling below what the queue
+    completes now (``throughput_now_per_s``) is raised to it: the rows must reproduce the
+    present. A key count is not modelled behind a ceiling: those rows drop it and say so."""
     ev: Mapping[str, Any] = contention or {}
     ceiling = ev.get("ceiling_reconciles_per_s")
-    fitted = False
+    fitted = edge = False
     fitted_free = 0.0
     if binding in CEILING_LIMITS and not (isinstance(ceiling, float) and ceiling > 0) \
-            and history is not None and sizing.keys is None:
+            and history is not None:
         found = fit_ceiling(history.throughput_per_s, history.service_mean_s,
                             history.busy_workers, history.workers, CEILING_LIMITS[binding])
         if found is not None:
             ceiling, fitted_free = found
             fitted = True
-    if binding in CEILING_LIMITS and isinstance(ceiling, float) and ceiling > 0 \
-            and sizing.keys is None:
-        share = _queue_share(ceiling, ev, demand_now_per_s) if not fitted else ceiling
+            edge = fit_at_edge(ceiling, history.throughput_per_s)
+    if binding in CEILING_LIMITS and isinstance(ceiling, float) and ceiling > 0:
+        share = _queue_share(ceiling, ev, throughput_now_per_s) if not fitted else ceiling
+        now = throughput_now_per_s
+        if now is not None and math.isfinite(now) and now > share:
+            share = now  # the queue does this much now: the ceiling is at least that
         free = fitted_free if fitted else free_pass_time(sizing.service_mean_s, ev, history)
         inputs = replace(sizing, service_mean_s=free, ceiling_per_s=share,
-                         ceiling_cv2=CEILING_LIMITS[binding], sigma=None, kappa=None)
+                         ceiling_cv2=CEILING_LIMITS[binding], sigma=None, kappa=None,
+                         keys=None)
         part = ("" if share == ceiling else
-                f" (this queue's part of the process's {ceiling:.3g}/s)")
+                f" (this queue's part of the process's {ceiling:.3g}/s)" if share < ceiling
+                else f" (the {ceiling:.3g}/s measured, raised to what the queue does now)")
+        if sizing.keys is not None:
+            part += "; the key count is not modelled behind a ceiling"
         return LimitSizing(
             inputs, share, free,
             f"the rows obey the ceiling of {share:.3g}/s{part}: throughput never above it, "
             f"the pass time ({free:.3g} s without waiting) stretched by the wait for the "
             "shared resource as the workers queue on it",
-            FITTED_BASIS if fitted else None)
-    if binding in CEILING_LIMITS and sizing.keys is None:
+            (FITTED_EDGE_BASIS.format(x=ceiling) if edge else FITTED_BASIS) if fitted
+            else None)
+    if binding in CEILING_LIMITS:
         return LimitSizing(sizing, None, None, NO_CEILING_BASIS)
     if binding == "coherency" and fit is not None and fit.gamma > 0:
         inputs = replace(sizing, service_mean_s=1.0 / fit.gamma, sigma=fit.sigma,
@@ -126,17 +142,20 @@ def limit_sizing(binding: str, sizing: WhatIfInputs, contention: Mapping[str, An
     return LimitSizing(sizing, None, None, "")
 
 
-def _queue_share(ceiling: float, ev: Mapping[str, Any], demand_now: float | None) -> float:
+def _queue_share(ceiling: float, ev: Mapping[str, Any], throughput_now: float | None
+                 ) -> float:
+    """This queue's part of a process-wide ceiling: what the process's other queues leave
+    at their current throughput, and at least the queue's share of the process's passes (a
+    saturated FIFO limiter serves its clients in proportion to their requests)."""
     if ev.get("ceiling_scope") != "process":
         return ceiling
     queues = ev.get("process_queues")
-    px, plam = ev.get("process_reconciles_per_s"), ev.get("process_arrival_rate_per_s")
-    if not isinstance(queues, int) or queues <= 1 or demand_now is None \
+    px = ev.get("process_reconciles_per_s")
+    if not isinstance(queues, int) or queues <= 1 or throughput_now is None \
             or not isinstance(px, float) or px <= 0:
         return ceiling
-    others = max(px - demand_now, 0.0)
-    proportional = ceiling * demand_now / plam if isinstance(plam, float) and plam > 0 \
-        else 0.0
+    others = max(px - throughput_now, 0.0)
+    proportional = ceiling * min(throughput_now / px, 1.0)
     return max(ceiling - others, proportional, 1e-9)
 
 

@@ -69,6 +69,8 @@ def step_ceiling(workers: FloatArray, throughput_per_s: FloatArray, busy_workers
         return None
     counts = np.rint(w[ok]).astype(np.int64)
     xs, bs, ss = x[ok], b[ok], s[ok]
+    whole = counts >= 1  # np.rint(0.5) is 0: not a worker count
+    counts, xs, bs, ss = counts[whole], xs[whole], bs[whole], ss[whole]
     levels: list[tuple[int, float, float | None, int]] = []
     for c in np.unique(counts).tolist():
         sel = counts == c

@@ -191,12 +191,13 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         return None
     # The API ceiling: QPS ÷ API calls per reconcile, shared by the process's controllers.
     px = proc.throughput_per_s
-    if calls is not None and calls > 0 and px is not None and px > 0:
-        per_rec = calls / px
-        evidence["api_calls_per_reconcile"] = per_rec
+    if px is not None and px > 0:  # what a process-wide ceiling (API, CPU) is split with
         evidence["process_reconciles_per_s"] = px
         evidence["process_queues"] = proc.queues
         evidence["process_arrival_rate_per_s"] = proc.arrival_rate_per_s
+    if calls is not None and calls > 0 and px is not None and px > 0:
+        per_rec = calls / px
+        evidence["api_calls_per_reconcile"] = per_rec
         if client_qps is not None:
             api_ceiling = client_qps / per_rec
             basis_api = "configured client QPS ÷ calls per reconcile"

@@ -81,9 +81,14 @@ def step_reason(ctx: Ctx, evidence: dict[str, Any]) -> tuple[str, float, float] 
     h, th = ctx.h, ctx.th
     if h is None:
         return None
+    # Points with failures are left out (the retry policy, not the passes, sets their pace);
+    # planned re-adds without errors are not: a polling loop's throughput at each count is
+    # still what the workers and the shared limit allow.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        failing = h.errors_per_s / h.throughput_per_s >= th.usl_failure_share_max
     found = step_ceiling(h.workers, h.throughput_per_s, h.busy_workers, h.service_mean_s,
                          min_points=int(th.min_history_points),
-                         busy_share_min=th.step_busy_share_min, usable=steady_points(ctx))
+                         busy_share_min=th.step_busy_share_min, usable=~failing)
     if found is None:
         return None
     evidence.update(step_workers_low=found.workers_low, step_workers_high=found.workers_high,

@@ -85,7 +85,8 @@ RULES: tuple[Rule, ...] = _registry(
     Rule(Kind.CONTENTION, 40, contention.contention, contention.headline),
     Rule(Kind.HOT_KEY, 60, hot_key.hot_key, hot_key.headline, reads=(Kind.CONTENTION,)),
     Rule(Kind.LONG_PASSES, 90, long_passes.long_passes, long_passes.headline),
-    Rule(Kind.REQUEUE_MISUSE, 80, requeue.requeue_misuse, requeue.headline),
+    Rule(Kind.REQUEUE_MISUSE, 80, requeue.requeue_misuse, requeue.headline,
+         reads=(Kind.CONTENTION, Kind.HOT_KEY, Kind.STUCK_WORKERS)),  # late polls: who binds
     Rule(Kind.PRIORITY_STARVATION, 70, starvation.priority_starvation, starvation.headline),
     Rule(Kind.INSUFFICIENT_DATA, 110, fallback.insufficient, fallback.insufficient_headline,
          gate="unsized"),

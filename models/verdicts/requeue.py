@@ -75,7 +75,9 @@ def requeue_misuse(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     recommendation: dict[str, Any] = {"action": "fix_requeue_pattern", "patterns": patterns}
     severity: Severity = "warning"
     if ra_share is not None and ra_share >= th.planned_requeue_share:
-        late = _late_polls(ctx, results.get("requeue_after", 0.0), adds, evidence)
+        blocked = next((k for k in (Kind.CONTENTION, Kind.HOT_KEY, Kind.STUCK_WORKERS)
+                        if k in found), None)
+        late = _late_polls(ctx, results.get("requeue_after", 0.0), adds, evidence, blocked)
         if late is not None:
             recommendation.update(late)
             severity = "critical"
@@ -86,8 +88,8 @@ def requeue_misuse(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
                         margin_conf(strength), headline)
 
 
-def _late_polls(ctx: Ctx, polls_per_s: float, adds_per_s: float, evidence: dict[str, Any]
-                ) -> dict[str, Any] | None:
+def _late_polls(ctx: Ctx, polls_per_s: float, adds_per_s: float, evidence: dict[str, Any],
+                blocked: Kind | None = None) -> dict[str, Any] | None:
     """The polling check (module docstring): fills ``evidence`` and returns the
     recommendation's worker fields when the polls are late and more workers bring them
     back."""
@@ -110,6 +112,11 @@ def _late_polls(ctx: Ctx, polls_per_s: float, adds_per_s: float, evidence: dict[
                     poll_demand_restored_per_s=found.demand_restored_per_s,
                     poll_overrun=found.overrun)
     if not found.overrun or ctx.c is None or ctx.svc is None:
+        return None
+    if blocked is not None:
+        evidence["poll_note"] = (f"the polls come late, but the {blocked.value} verdict found "
+                                 "a limit that is not the worker count: more workers would not "
+                                 "bring the period back")
         return None
     lam = found.demand_restored_per_s
     _, _, table = size_at(ctx, lam)

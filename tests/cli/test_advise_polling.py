@@ -36,7 +36,15 @@ ROOMY = rg.Regime(
     0.5, {"workers": 6, "keys": 300, "requeue_after_s": PERIOD_S, "warmup_s": 0.0},
     frozenset({"requeue_misuse"}), frozenset({"contention", "hot_key", "add_workers"}),
     "polls on time")
-CASES = [rg.Case(r, "constant", 15.0, seed) for r in (LATE, ROOMY) for seed in (1, 2)]
+LOCKED = rg.Regime(
+    "polling_locked", "1 → 2 → 3 workers, the same polls, 90 % of each pass under one lock "
+    "(ceiling 11/s against the 30/s the period asks for); the worker steps show the lock (at "
+    "one steady count a lock is not told from the workers, as anywhere at constant load)",
+    0.5, {"workers": rg.STEPS, "keys": 300, "requeue_after_s": PERIOD_S, "warmup_s": 0.0,
+          "lock_fraction": 0.9},
+    frozenset({"contention"}), frozenset({"add_workers", "hot_key"}),
+    "polls come late because of the lock")
+CASES = [rg.Case(r, "constant", 15.0, seed) for r in (LATE, ROOMY, LOCKED) for seed in (1, 2)]
 END = rg.START + int(rg.DURATION_S)
 
 
@@ -108,6 +116,25 @@ def test_polls_on_time_are_not_called_late(case: rg.Case,
     assert ev["poll_overrun"] is False
     assert ev["poll_effective_s"] < 1.1 * PERIOD_S
     assert q["plan"]["recommended_workers"] <= q["plan"]["workers_now"]
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("case", [c for c in CASES if c.regime is LOCKED],
+                         ids=[c.queue for c in CASES if c.regime is LOCKED])
+def test_late_polls_behind_a_lock_get_no_more_workers(
+        case: rg.Case, judged: dict[str, dict[str, Any]]) -> None:
+    q = judged[case.queue]
+    kinds = {v["kind"] for v in q["verdicts"]}
+    assert kinds & case.regime.expect, kinds
+    assert not kinds & case.regime.never, kinds
+    plan = q["plan"]
+    assert plan["binding_limit"] == "shared_resource"
+    assert plan["recommended_workers"] <= plan["workers_now"]
+    polls = [v for v in q["verdicts"] if v["kind"] == "requeue_misuse"]
+    for v in polls:
+        assert "workers" not in v["recommendation"]
+        if v["evidence"].get("poll_overrun"):
+            assert "would not bring the period back" in v["evidence"]["poll_note"]
 
 
 @pytest.mark.prometheus
