@@ -170,7 +170,10 @@ def test_export_downloads_reports_and_the_html_opens_offline(
     browser.find("fleet-summary")
     # a queue's charts are drawn when its section comes into view: open each in turn
     for i in range(len(names)):
-        browser.driver.execute_script(f"document.getElementById('queue-{i}').scrollIntoView();")
+        # the charts, not the section's top: a long card pushes them below the observer's
+        # 400 px margin (as a reader scrolls to them, they are drawn)
+        browser.driver.execute_script(
+            f"document.querySelector('#queue-{i} .ql-chart').scrollIntoView();")
         browser.wait_for(lambda i=i: browser.driver.execute_script(_SECTION_DRAWN, i),
                          timeout=30, what=f"queue {i}'s two charts to be drawn")
     browser.wait_for(lambda: browser.count_charts() == 2 * len(names), timeout=30,
