@@ -168,7 +168,28 @@ def fluid_projection(
             "the backlog is empty and λ < c·μ, so it stays empty; short waits come from "
             "randomness, which the fluid view leaves out (see the M/M/c estimate)."
         )
+    steady = _random_depth(q)
+    if steady is not None and q0 <= 3.0 * max(steady, 1.0):
+        # a depth of this size is the queue's randomness at this load, not a backlog: the
+        # fluid view's "clears in" would be contradicted by the depth staying there
+        return series, head + (
+            f"a depth of {fmt(q0, 'items')} is what randomness keeps queued at this load "
+            f"(M/M/c: {fmt(steady, 'items')} on average), not a backlog; the fluid view, "
+            f"which leaves randomness out, would clear it in {_duration(clear)}.")
     return series, head + f"the backlog clears in {_duration(clear)} at full capacity."
+
+
+def _random_depth(q: QueueSnapshot) -> float | None:
+    """M/M/c's mean queue length Lq at the queue's λ, E[S] and c (None where it has none):
+    what a depth is expected to be from random arrivals alone."""
+    c = worker_count(q.workers)
+    lam, svc = q.arrival_rate_per_s, q.service_mean_s
+    if c is None or lam is None or svc is None or lam <= 0 or svc <= 0 or lam * svc >= c:
+        return None
+    try:
+        return float(erlang_c(lam, 1.0 / svc, c).queue_length_mean)
+    except ModelInputError:
+        return None
 
 
 def _duration(seconds: float) -> str:

@@ -73,6 +73,20 @@ def test_fluid_projection_clears_at_q0_over_slack() -> None:
     assert qs[ts.index(NOW + 4.0)] == 0.0
 
 
+def test_a_depth_randomness_explains_is_not_called_a_backlog_to_clear() -> None:
+    # issue 21: "clears in 4.7 s" beside a depth that sat at 7 for an hour. λ = 2.85, c = 3,
+    # E[S] = 1 s: ρ = 0.95, M/M/3's mean queue Lq = C·ρ/(1 − ρ) with Erlang C from its sum
+    a, c = 2.85, 3
+    head = sum(a ** k / math.factorial(k) for k in range(c))
+    tail = a ** c / math.factorial(c) / (1 - a / c)
+    lq = tail / (head + tail) * (a / c) / (1 - a / c)
+    _, text = qp.fluid_projection(_queue(arrival_rate_per_s=2.85, depth_current=7.0), NOW,
+                                  100.0)
+    assert "what randomness keeps queued at this load" in text
+    assert f"{lq:.3g}" in text or f"{lq:.2f}".rstrip("0") in text
+    assert "not a backlog" in text
+
+
 def test_fluid_projection_missing_input_is_said() -> None:
     series, text = qp.fluid_projection(_queue(service_mean_s=None), NOW, 100.0)  # type: ignore[arg-type]
     assert series is None
