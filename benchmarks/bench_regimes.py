@@ -106,8 +106,6 @@ def _row_misses(cases: list[rg.Case], queues: dict[str, dict[str, Any]], url: st
                 config: Path) -> dict[str, list[str]]:
     """``tests.support.regimes.matrix_row_misses`` for each case with a mechanism ceiling whose
     plan named its limit (the CI test's check, on these seeds)."""
-    from models.simulate import simulate
-
     out: dict[str, list[str]] = {}
     for case in cases:
         q = queues.get(case.queue)
@@ -115,17 +113,8 @@ def _row_misses(cases: list[rg.Case], queues: dict[str, dict[str, Any]], url: st
                 or q["plan"]["binding_limit"] != case.regime.binding:
             out[case.queue] = ["not checked"]
             continue
-        probe = 2 * int(q["plan"]["workers_now"])
-        text = io.StringIO()
-        with contextlib.redirect_stdout(text):
-            main(["whatif", "--prometheus", url, "--config", str(config), "--queue",
-                  case.queue, "--at", str(rg.START + int(rg.DURATION_S)), "--range", rg.RANGE,
-                  "--workers", f"1-{probe}", "--format", "json"])
-        row = next(r for r in json.loads(text.getvalue())["rows"] if r["workers"] == probe)
-        kw = rg.probe_kwargs(case, probe)
-        kw["arrival_rate_per_s"] = q["plan"]["demand_per_s"]
-        out[case.queue] = rg.matrix_row_misses(case, q, row, simulate(**kw),
-                                               float(q["plan"]["demand_per_s"]))
+        out[case.queue] = rg.matrix_row_misses(case, q, *rg.probe_row(case, q["plan"], url,
+                                                                        config))
     return out
 
 

@@ -61,15 +61,25 @@ def closed_throughput(workers_max: int, delay_s: float, demand_s: float,
     """X(n) for n = 1 … ``workers_max`` of the closed network above (MVA), items/s."""
     if workers_max < 1:
         raise ModelInputError(f"the worker count must be at least 1, got {workers_max!r}.")
-    x = np.empty(workers_max)
-    q = u = 0.0
+    xs = _mva(workers_max, np.array([delay_s]), np.array([demand_s]), station_cv2)
+    out: FloatArray = xs[1:, 0]
+    return out
+
+
+def _mva(workers_max: int, delay_s: FloatArray, demand_s: FloatArray, station_cv2: float
+         ) -> FloatArray:
+    """The mean-value analysis of the module docstring for many candidate networks at once:
+    row n, column j is X(n) of candidate j (row 0 is 0)."""
+    xs = np.zeros((workers_max + 1, demand_s.size))
+    q = np.zeros(demand_s.size)
+    u = np.zeros(demand_s.size)
     residual = (1.0 - station_cv2) / 2.0
     for n in range(1, workers_max + 1):
         res = demand_s * (1.0 + q - u * residual)
-        thr = min(n / (delay_s + res), 1.0 / demand_s)  # Reiser's cs² < 1 can pass X*
+        thr = np.minimum(n / (delay_s + res), 1.0 / demand_s)  # Reiser's cs² < 1 can pass X*
         q, u = thr * res, thr * demand_s
-        x[n - 1] = thr
-    return x
+        xs[n] = thr
+    return xs
 
 
 @dataclass(frozen=True)
@@ -214,17 +224,7 @@ def _fit_errors(x: FloatArray, s: FloatArray, w: IntArray, free: FloatArray,
                 demand: FloatArray, station_cv2: float) -> FloatArray:
     """Σ (log measured pass − log model pass)² over the points, for each candidate
     (S₀ = ``free``, D = ``demand``)."""
-    delay = np.maximum(free - demand, 0.0)
-    top = int(w.max())
-    xs = np.zeros((top + 1, demand.size))
-    q = np.zeros(demand.size)
-    u = np.zeros(demand.size)
-    residual = (1.0 - station_cv2) / 2.0
-    for k in range(1, top + 1):
-        res = demand * (1.0 + q - u * residual)
-        thr = np.minimum(k / (delay + res), 1.0 / demand)
-        q, u = thr * res, thr * demand
-        xs[k] = thr
+    xs = _mva(int(w.max()), np.maximum(free - demand, 0.0), demand, station_cv2)
     log_x_cum = np.vstack((np.zeros((1, demand.size)), np.cumsum(np.log(xs[1:]), axis=0)))
     err = np.zeros(demand.size)
     for c in np.unique(w).tolist():

@@ -80,10 +80,9 @@ def free_pass_time(service_now_s: float, evidence: Mapping[str, Any],
     throughput of the contention rule (``duration_at_quiet_s``) and the
     :data:`FREE_PASS_QUANTILE` of the range's mean work times."""
     candidates = [service_now_s]
-    for key in ("duration_at_quiet_s",):
-        v = evidence.get(key)
-        if isinstance(v, float) and math.isfinite(v) and v > 0:
-            candidates.append(v)
+    quiet = evidence.get("duration_at_quiet_s")
+    if isinstance(quiet, float) and math.isfinite(quiet) and quiet > 0:
+        candidates.append(quiet)
     if history is not None:
         svc = history.service_mean_s[np.isfinite(history.service_mean_s)
                                      & (history.service_mean_s > 0)]

@@ -134,31 +134,11 @@ CEILING_CASES = [c for c in CASES if c.regime.ceiling_per_s is not None]
 def probe_rows(matrix_prometheus: PrometheusProcess, judged: dict[str, dict[str, Any]],
                tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, Any, float]]:
     """For each case with a mechanism ceiling: the plan's row at twice the current count (a
-    count the history never ran, from ``whatif --queue``), the mechanism simulated there
-    offered the plan's design demand, and that demand."""
-    import contextlib
-    import io
-
-    from models.simulate import simulate
-
+    count the history never ran), the mechanism simulated there, and the design demand."""
     config = tmp_path_factory.mktemp("regimes-rows") / "queuelens.yaml"
     config.write_text(rg.CONFIG)
-    out: dict[str, tuple[Any, Any, float]] = {}
-    for case in CEILING_CASES:
-        plan = judged[case.queue]["plan"]
-        probe = 2 * int(plan["workers_now"])
-        text = io.StringIO()
-        with contextlib.redirect_stdout(text):
-            code = main(["whatif", "--prometheus", matrix_prometheus.url, "--config",
-                         str(config), "--queue", case.queue, "--at",
-                         str(rg.START + int(rg.DURATION_S)), "--range", rg.RANGE,
-                         "--workers", f"1-{probe}", "--format", "json"])
-        assert code == 0
-        row = next(r for r in json.loads(text.getvalue())["rows"] if r["workers"] == probe)
-        kw = rg.probe_kwargs(case, probe)
-        kw["arrival_rate_per_s"] = plan["demand_per_s"]
-        out[case.queue] = (row, simulate(**kw), float(plan["demand_per_s"]))
-    return out
+    return {case.queue: rg.probe_row(case, judged[case.queue]["plan"], matrix_prometheus.url,
+                                     config) for case in CEILING_CASES}
 
 
 @pytest.mark.prometheus

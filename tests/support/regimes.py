@@ -432,3 +432,28 @@ def serving(all_cases: list[Case], work: Path) -> Iterator[Any]:
         yield server
     finally:
         server.stop()
+
+
+def probe_row(case: Case, plan: dict[str, Any], url: str, config: Path
+              ) -> tuple[dict[str, Any], Any, float]:
+    """The plan's row at twice the current count (``whatif --queue`` on the Prometheus at
+    ``url``), the case's mechanism simulated there offered the plan's design demand, and that
+    demand: what :func:`matrix_row_misses` judges."""
+    import io
+    import json
+
+    from dashboard.cli import main
+    from models.simulate import simulate
+
+    probe = 2 * int(plan["workers_now"])
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        code = main(["whatif", "--prometheus", url, "--config", str(config), "--queue",
+                     case.queue, "--at", str(START + int(DURATION_S)), "--range", RANGE,
+                     "--workers", f"1-{probe}", "--format", "json"])
+    if code != 0:
+        raise RuntimeError(f"whatif --queue {case.queue} exited {code}")
+    row = next(r for r in json.loads(text.getvalue())["rows"] if r["workers"] == probe)
+    kw = probe_kwargs(case, probe)
+    kw["arrival_rate_per_s"] = plan["demand_per_s"]
+    return row, simulate(**kw), float(plan["demand_per_s"])
