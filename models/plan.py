@@ -57,6 +57,7 @@ from models.flowschema import flowschema_manifest
 from models.options import Option
 from models.settings import AnalysisSettings
 from models.verdicts.kinds import Kind
+from models.verdicts.registry import headline as rule_headline
 from models.whatif import WhatIfInputs, WhatIfTable, whatif_tables
 
 __all__ = [
@@ -354,6 +355,17 @@ def _plan(r: PlanRequest, settings: AnalysisSettings,
     ceiling, basis = _ceiling(binding, contention, a, c)
     if ceiling is None and lim.sizing is not None and lim.sizing.ceiling_basis is not None:
         ceiling, basis = lim.sizing.ceiling_per_s, lim.sizing.ceiling_basis
+    raised = lim.sizing.ceiling_per_s if lim.sizing is not None else None
+    title = lead.headline
+    if ceiling is not None and raised is not None and raised > ceiling:
+        # the rows' ceiling is what the queue completes now, over the verdict's estimate:
+        # the card states one ceiling, the rows'
+        basis = (f"what the queue completes now, over the {ceiling:.3g}/s estimated "
+                 f"({basis})")
+        ceiling = raised
+        if lead.kind == Kind.CONTENTION:
+            title = rule_headline(lead.kind, lead.evidence,
+                                  {**lead.recommendation, "ceiling_reconciles_per_s": raised})
     sizing = lim.sizing.inputs if lim.sizing is not None else None
     table = a.table if sizing is a.sizing else None
     if table is None and sizing is not None:
@@ -383,7 +395,7 @@ def _plan(r: PlanRequest, settings: AnalysisSettings,
         demand_now_per_s=r.demand_now_per_s,
         service_mean_s=a.sizing.service_mean_s if a.sizing is not None else None,
         rows_basis=lim.sizing.basis if lim.sizing is not None else "",
-        headline=lead.headline, kind=lead.kind, severity=lead.severity,
+        headline=title, kind=lead.kind, severity=lead.severity,
         confidence=lead.confidence, caveats=_caveats(verdicts, a, table, h),
         knobs=_knobs(binding, r, rec, contention),
         options=_options(binding, rule, rec, verdicts),
