@@ -258,7 +258,7 @@ def strip_credentials(url: str) -> str:
 # --- YAML ---------------------------------------------------------------------------------
 
 _TOP_KEYS = {"prometheus", "profile", "analysis"}
-_ANALYSIS_KEYS = {"window", "range", "slo", "slo_quantile", "thresholds"}
+_ANALYSIS_KEYS = {"window", "range", "slo", "slo_quantile", "thresholds", "aggregate_by"}
 _PROM_KEYS = {
     "url", "path_prefix", "token_file", "username", "password_file", "ca_file", "client_cert",
     "client_key", "insecure_skip_verify", "headers", "connect_timeout", "timeout", "retries",
@@ -516,9 +516,53 @@ def parse_config(text: str, origin: str = "config") -> QueuelensConfig:
                            analysis=analysis)
 
 
+MAX_LABEL_LIST_CHARS = 1000
+"""The longest list of aggregation labels read (a flag value or a config string): 16 labels
+of 60 characters; beyond it, a mistake."""
+
+
+def aggregation_labels(value: Any, where: str) -> tuple[str, ...]:
+    """``analysis.aggregate_by`` / ``rules --by``: a list of label names, or one string of
+    them separated by commas (``cluster,namespace,job,name``), each a Prometheus label name
+    (:func:`collectors.profile.check_label_name`) and not one of the reserved ``__*`` names;
+    at most :data:`models.settings.MAX_AGGREGATE_LABELS`, none repeated."""
+    from models.settings import MAX_AGGREGATE_LABELS
+
+    if isinstance(value, str):
+        if len(value) > MAX_LABEL_LIST_CHARS:
+            raise ConfigError(f"{where}: at most {MAX_LABEL_LIST_CHARS} characters")
+        items: list[Any] = [v.strip() for v in value.split(",")]
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise ConfigError(f"{where}: expected a list of label names, e.g. "
+                          f"[cluster, namespace, job, name], got {value!r}")
+    if not items or items == [""] or len(items) > MAX_AGGREGATE_LABELS:
+        raise ConfigError(f"{where}: expected 1 to {MAX_AGGREGATE_LABELS} label names, got "
+                          f"{len(items) if items != [''] else 0}")
+    names: list[str] = []
+    for item in items:
+        if not isinstance(item, str) or len(item) > MAX_LABEL_LIST_CHARS:
+            raise ConfigError(f"{where}: expected label names, got {item!r}")
+        try:
+            name = check_label_name(item)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        if name.startswith("__"):
+            raise ConfigError(f"{where}: {name!r} is a reserved label name (names starting "
+                              "with __ are Prometheus's own)")
+        if name in names:
+            raise ConfigError(f"{where}: {name!r} is listed twice")
+        names.append(name)
+    return tuple(names)
+
+
 def _analysis(section: Mapping[str, Any], where: str) -> AnalysisSettings:
-    """``analysis: {window: 5m, range: 2h, slo: 1s, slo_quantile: 0.95, thresholds: {...}}``."""
+    """``analysis: {window: 5m, range: 2h, slo: 1s, slo_quantile: 0.95, thresholds: {...},
+    aggregate_by: [cluster, namespace, job, name]}``."""
     _unknown(section, _ANALYSIS_KEYS, where)
+    by = (aggregation_labels(section["aggregate_by"], f"{where}.aggregate_by")
+          if section.get("aggregate_by") is not None else None)
     durations = {key: parse_duration_s(section[key], f"{where}.{key}")
                  for key in ("window", "range", "slo") if key in section}
     quantile = section.get("slo_quantile")
@@ -530,7 +574,8 @@ def _analysis(section: Mapping[str, Any], where: str) -> AnalysisSettings:
             window_s=durations.get("window"), range_s=durations.get("range"),
             slo_wait_s=durations.get("slo"),
             slo_quantile=float(quantile) if quantile is not None else None,
-            thresholds=_mapping(section.get("thresholds"), f"{where}.thresholds"))
+            thresholds=_mapping(section.get("thresholds"), f"{where}.thresholds"),
+            aggregate_by=by)
     except ModelInputError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from collections.abc import Sequence
 
 from dashboard.cliutil import (
@@ -56,6 +57,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from collectors.errors import BadQuery, ConfigError, PrometheusUnavailable
     from models.errors import ModelInputError
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    suggestion = _did_you_mean(argv)
+    if suggestion:
+        _fail(suggestion)
+        return EXIT_USAGE
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -75,6 +81,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     return code
+
+
+def _did_you_mean(argv: Sequence[str]) -> str | None:
+    """For a mistyped sub-command (the first argument that is not an option: the top-level
+    options take no value), the one-line error naming the closest command
+    (:func:`difflib.get_close_matches`, its default cutoff 0.6); None otherwise — a known
+    command, or nothing close (argparse then lists the commands)."""
+    import difflib
+
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or first in COMMAND_MODULES:
+        return None
+    close = difflib.get_close_matches(first, COMMAND_MODULES, n=1)
+    if not close:
+        return None
+    return f"unknown command {first!r}; did you mean {close[0]!r}?"
 
 
 def _fail(message: str) -> None:

@@ -11,7 +11,9 @@ export a metric: hostile text. So every output format neutralises what its reade
 * CSV cells that a spreadsheet would run as a formula get a leading ``'``
   (:func:`csv_text`, the one guard every CSV output goes through — :func:`format_csv`);
 * JSON is escaped by :func:`json.dumps`; :func:`dump_json` also writes DEL, the C1 controls
-  and the bidirectional-text controls as ``\\u`` escapes, which ``ensure_ascii=False`` leaves raw.
+  and the bidirectional-text controls as ``\\u`` escapes, which ``ensure_ascii=False`` leaves raw;
+* YAML (:func:`dump_yaml`) writes a string holding any of those characters double-quoted,
+  each as its ``\\x``/``\\u`` escape.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 
 from collectors import timeparse
+from models.formatting import sig
 
 # Only argparse-level modules are imported here: every `queuelens ... --help` imports this
 # module, so the output formats import json/csv/dataclasses/tempfile where they are used.
@@ -33,6 +36,11 @@ EXIT_USAGE = 2
 EXIT_PROMETHEUS = 3
 
 FORMATS = ("table", "json", "csv")
+ELLIPSIS = "…"
+MIN_SHRUNK_WIDTH = 8
+"""The narrowest a text column is cut to when a table is fitted to the terminal: a word and
+the ellipsis (the eight columns of ``advise`` then fit 80 characters); a table that still
+does not fit wraps (a very narrow terminal)."""
 
 
 class CliError(Exception):
@@ -216,6 +224,26 @@ def non_negative_duration(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+WORK_TIME_HINT_S = 10.0
+"""A bare number of at least this many seconds given as a work time gets a "did you mean
+…ms?" note. 10 s is the top finite bucket of the work-duration histogram of component-base
+(and controller-runtime ≤ v0.16; ``docs/collectors.md``): the metric itself treats a longer
+pass as an outlier, while reconciles are typically 5 ms – 1 s, which typed as milliseconds
+without the unit ("5" … "1000") mostly land at 10 or more. A note, not a refusal: a
+controller driving slow cloud APIs can take that long."""
+
+
+def work_duration(text: str) -> float:
+    """:func:`parse_duration` for a time per item (``--service-mean``): a bare number of
+    :data:`WORK_TIME_HINT_S` or more is still seconds, with a one-line note on stderr
+    (``250 s — did you mean 250ms?``)."""
+    value = parse_duration(text)
+    bare = text.strip()
+    if value >= WORK_TIME_HINT_S and re.fullmatch(r"[0-9]+(?:\.[0-9]*)?", bare):
+        warn(f"{bare} s — did you mean {bare}ms? (a bare number is seconds)", "note")
+    return value
+
+
 def parse_time(text: str) -> float:
     """Unix seconds or RFC 3339 ('2024-01-01T00:30:00Z') -> unix seconds."""
     try:
@@ -243,10 +271,24 @@ def parse_int_range(text: str) -> tuple[int, int]:
     return low, high
 
 
+def label_names(text: str) -> tuple[str, ...]:
+    """``cluster,namespace,job,name`` -> the label names, each a Prometheus label name
+    (:func:`collectors.config.aggregation_labels`, the one check of the config key too)."""
+    from collectors.config import aggregation_labels
+    from collectors.errors import ConfigError
+
+    try:
+        return aggregation_labels(text, "label list")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("label list: ")) from None
+
+
 def add_settings_arguments(parser: Any, *, window: bool = True, history: bool = True,
-                           slo: bool = True, thresholds: bool = True) -> None:
+                           slo: bool = True, thresholds: bool = True,
+                           aggregate_by: bool = False) -> None:
     """The analysis settings every command shares (:class:`models.settings.AnalysisSettings`):
-    a flag left out keeps the config file's ``analysis:`` value, else the one default."""
+    a flag left out keeps the config file's ``analysis:`` value, else the one default.
+    ``aggregate_by``: ``--by``, the labels recorded series keep (``queuelens rules``)."""
     if window:
         parser.add_argument("--window", type=parse_duration, default=None, metavar="DURATION",
                             help=f"rate window of the snapshot (default 5m; {BARE_SECONDS})")
@@ -264,6 +306,11 @@ def add_settings_arguments(parser: Any, *, window: bool = True, history: bool = 
         parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                             help="override one advisor threshold (repeat; names in "
                                  "docs/advisor.md)")
+    if aggregate_by:
+        parser.add_argument("--by", dest="aggregate_by", type=label_names, default=None,
+                            metavar="LABELS",
+                            help="labels the recorded series keep, comma-separated (default "
+                                 "cluster,namespace,job,name; config analysis.aggregate_by)")
 
 
 def fraction_open(text: str) -> float:
@@ -296,7 +343,8 @@ def settings_from_args(args: argparse.Namespace, config: Any = None) -> Any:
             window_s=getattr(args, "window", None), range_s=getattr(args, "range_s", None),
             slo_wait_s=getattr(args, "slo", None),
             slo_quantile=getattr(args, "slo_quantile", None),
-            thresholds=overrides or None, where="--threshold")
+            thresholds=overrides or None, where="--threshold",
+            aggregate_by=getattr(args, "aggregate_by", None))
     except ModelInputError as exc:
         raise CliError(str(exc)) from None
 
@@ -338,6 +386,30 @@ _JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u20
 bidirectional controls); C0 controls json.dumps already writes as ``\\u00XX``."""
 
 
+def dump_yaml(payload: Any, out: TextIO | None = None) -> None:
+    """``payload`` as YAML (PyYAML, safe dumper; the same values as :func:`dump_json`): a
+    string holding a control or bidirectional character (:func:`terminal_text`'s set) is
+    written double-quoted with each such character as its escape, which means the same
+    string to a YAML reader and cannot act on a terminal."""
+    import yaml
+
+    class _Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+        value = str.__str__(value)  # a str enum (a verdict's kind) as its value, as in JSON
+        style = '"' if _TERMINAL_UNSAFE.search(value) else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    _Dumper.add_representer(str, text)
+    _Dumper.add_multi_representer(str, text)
+    body = yaml.dump(jsonable(payload), Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False, width=1_000_000)
+    # PyYAML escapes C0/C1/DEL in double quotes but writes the bidirectional controls raw;
+    # they occur only in the strings quoted above, where \uXXXX means the same character
+    (out or sys.stdout).write(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", body))
+
+
 def dump_json(payload: Any, out: TextIO | None = None) -> None:
     import json
 
@@ -354,7 +426,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return sig(value)  # the one formatter (models.formatting)
     if isinstance(value, list | dict):
         import json
 
@@ -362,12 +434,41 @@ def _cell(value: Any) -> str:
     return terminal_text(str(value))
 
 
-def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+def _fit_widths(widths: list[int], floors: Sequence[int], shrink: Sequence[int],
+                max_width: int) -> list[int]:
+    """Column widths within ``max_width`` (two spaces between columns): the widest of the
+    ``shrink`` columns is narrowed first, none below its floor; the others never change."""
+    out = list(widths)
+    excess = sum(out) + 2 * (len(out) - 1) - max_width
+    while excess > 0:
+        open_ = [i for i in shrink if out[i] > floors[i]]
+        if not open_:
+            break
+        i = max(open_, key=lambda j: out[j])
+        runner_up = max([out[j] for j in open_ if j != i] + [floors[i]])
+        cut = min(excess, max(out[i] - runner_up, 1))
+        out[i] -= cut
+        excess -= cut
+    return out
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
+                 max_width: int | None = None, shrink: Sequence[str] = ()) -> str:
     """A plain aligned text table (for terminals); None prints as '-'. Every cell and column
-    name is :func:`terminal_text` (widths are those of the escaped text)."""
+    name is :func:`terminal_text` (widths are those of the escaped text).
+
+    ``max_width``: the lines fit in that many characters by cutting the ``shrink`` columns
+    (text, never numbers), widest first, with an ellipsis, down to
+    :data:`MIN_SHRUNK_WIDTH` (or the column's name); a table that cannot fit then wraps."""
     heads = [terminal_text(c) for c in columns]
     cells = [[_cell(r.get(c)) for c in columns] for r in rows]
     widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(heads)]
+    if max_width is not None:
+        cut = [i for i, c in enumerate(columns) if c in shrink]
+        floors = [max(len(h), MIN_SHRUNK_WIDTH) for h in heads]
+        widths = _fit_widths(widths, floors, cut, max_width)
+        cells = [[v if len(v) <= w else v[:w - 1] + ELLIPSIS for v, w in
+                  zip(row, widths, strict=True)] for row in cells]
     lines = ["  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
@@ -425,6 +526,20 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
+def table_width(stream: TextIO) -> int | None:
+    """The width a table must fit: ``$COLUMNS`` when set (a positive number), else the
+    terminal's (:func:`shutil.get_terminal_size`) when ``stream`` is one; None for a pipe or
+    a file, which get the whole text."""
+    import shutil
+
+    env = os.environ.get("COLUMNS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    if _isatty(stream):
+        return shutil.get_terminal_size().columns
+    return None
+
+
 def emit(
     fmt: str,
     payload: Mapping[str, Any],
@@ -434,19 +549,26 @@ def emit(
     header: str = "",
     footer: str = "",
     out: TextIO | None = None,
+    fit: Sequence[str] = (),
 ) -> None:
-    """Write ``payload`` as JSON, or ``rows`` as a table/CSV (header/footer only for tables).
+    """Write ``payload`` as JSON or YAML, or ``rows`` as a table/CSV (header/footer only for
+    tables).
 
     The table, its header and its footer (where the warnings go) are terminal text: control
     characters are escapes (:func:`terminal_text`; the header's and footer's own line breaks
-    stay). CSV is escaped the same way only when it goes to a terminal."""
+    stay). CSV is escaped the same way only when it goes to a terminal. ``fit``: the text
+    columns cut so that the table fits :func:`table_width`."""
     stream = out or sys.stdout
     if fmt == "json":
         dump_json(payload, stream)
+    elif fmt == "yaml":
+        dump_yaml(payload, stream)
     elif fmt == "csv":
         stream.write(format_csv(rows, columns, terminal=_isatty(stream)))
     else:
-        parts = (terminal_lines(header), format_table(rows, columns), terminal_lines(footer))
+        width = table_width(stream) if fit else None
+        table = format_table(rows, columns, max_width=width, shrink=fit)
+        parts = (terminal_lines(header), table, terminal_lines(footer))
         stream.write("\n".join(part for part in parts if part) + "\n")
 
 

@@ -5,28 +5,63 @@ The expressions come from :class:`collectors.profile.Profile` (``queries`` and
 and renders YAML. Nothing here talks to Prometheus.
 
 Recorded series follow Prometheus's ``level:metric:operations`` naming convention
-(https://prometheus.io/docs/practices/rules/): the level is the queue label the series keeps
-(``name``), the metric is the source metric (``_total`` stripped after ``rate``), the
-operations end with the window, e.g. ``name:workqueue_adds:rate5m``.
+(https://prometheus.io/docs/practices/rules/): the level is the labels the series keeps,
+joined by ``_`` as that page does for several (``instance_path:requests:rate5m``); the metric
+is the source metric (``_total`` stripped after ``rate``); the operations end with the window,
+e.g. ``cluster_namespace_job_name:workqueue_adds:rate5m``.
+
+The labels kept are the aggregation labels (:data:`models.settings.DEFAULT_AGGREGATE_BY`:
+``cluster``, ``namespace``, ``job``, ``name``; ``--by`` / ``analysis.aggregate_by``), always
+with the profile's queue label: two controllers' queues of the same name in two clusters or
+namespaces stay two series. The profile's expressions group by the queue label (the
+dashboard reads one series per queue); :func:`widen_grouping` puts the aggregation labels in
+each of their grouping clauses (the controller label's for the ``controller_runtime_*``
+series, which carry the queue's name there), so the recorded series read the profile's own
+PromQL.
 
 Alerts read the recorded series of the same group file, so Prometheus (or a Thanos / Mimir
-ruler) does the heavy per-queue aggregation once per evaluation.
+ruler) does the heavy per-queue aggregation once per evaluation. Each carries a
+``runbook_url`` annotation: the anchor of its section in ``docs/operations.md`` ("Runbooks").
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import yaml
 
 from collectors.profile import Profile, SignalQuery, check_metric_name
 from models.advisor import AdvisorThresholds, Kind
+from models.settings import DEFAULT_AGGREGATE_BY
+
+__all__ = [
+    "DEFAULT_RUNBOOK_URL",
+    "GROUP_ALERTS",
+    "GROUP_RECORDING",
+    "AlertThresholds",
+    "AlertingRule",
+    "RecordingRule",
+    "RuleGroup",
+    "build_rule_groups",
+    "group_labels",
+    "prometheus_duration",
+    "recorded_names",
+    "render_yaml",
+    "runbook_anchor",
+    "widen_grouping",
+]
 
 _ADVISOR = AdvisorThresholds()
 
 GROUP_RECORDING = "queuelens.recording"
 GROUP_ALERTS = "queuelens.alerts"
+
+DEFAULT_RUNBOOK_URL = "https://github.com/queuelens/queuelens/blob/main/docs/operations.md"
+"""Where the runbooks are read: the project's ``docs/operations.md`` as its repository shows
+it (GitHub renders a heading ``### WorkqueueSaturated`` with the anchor
+``#workqueuesaturated``). ``--runbook-url`` points the alerts at your own copy."""
 
 # signal (as named by the profile) -> (metric part, operation part without the window).
 _RECORDED: dict[str, tuple[str, str]] = {
@@ -89,14 +124,19 @@ class AlertingRule:
     verdict: Kind | None = None
     """The advisor verdict the alert warns of ahead of ``queuelens advise`` (its kind in the
     verdict registry); not rendered into the rules file."""
+    runbook_url: str = ""
+    """The alert's runbook (:func:`runbook_anchor`); rendered as ``annotations.runbook_url``."""
 
     def as_dict(self) -> dict[str, object]:
+        annotations = {"summary": self.summary, "description": self.description}
+        if self.runbook_url:
+            annotations["runbook_url"] = self.runbook_url
         return {
             "alert": self.alert,
             "expr": self.expr,
             "for": prometheus_duration(self.for_s),
             "labels": {"severity": self.severity},
-            "annotations": {"summary": self.summary, "description": self.description},
+            "annotations": annotations,
         }
 
 
@@ -124,10 +164,64 @@ def prometheus_duration(seconds: float) -> str:
     return "".join(out)
 
 
-def recorded_names(profile: Profile, window_s: float) -> dict[str, str]:
-    """signal -> recorded series name (``name:workqueue_adds:rate5m``) for this profile/window."""
+def group_labels(profile: Profile, by: Sequence[str] = DEFAULT_AGGREGATE_BY) -> tuple[str, ...]:
+    """The labels the recorded series keep: ``by``, and the profile's queue label at the end
+    when ``by`` does not name it (a per-queue series without its queue is no use)."""
+    return tuple(dict.fromkeys((*by, profile.queue_label)))
+
+
+def runbook_anchor(base_url: str, alert: str) -> str:
+    """The runbook of ``alert``: ``base_url`` with the anchor GitHub gives the heading
+    ``### <alert>`` (the heading lower-cased; alert names are letters only)."""
+    return f"{base_url}#{alert.lower()}"
+
+
+_GROUPING = re.compile(
+    r'"(?:[^"\\]|\\.)*"'           # a double-quoted string: kept as is
+    r"|'(?:[^'\\]|\\.)*'"          # a single-quoted string
+    r"|`[^`]*`"                    # a raw string
+    r"|\b(by|on)\s*\(([^()]*)\)")
+"""A PromQL string literal (a selector's value, a label_replace argument: any text, skipped)
+or a grouping / matching clause and its label list."""
+
+
+def widen_grouping(promql: str, queue_label: str, controller_label: str,
+                   labels: Sequence[str]) -> str:
+    """``promql`` with every grouping (``by``/``on``) that names the queue label naming
+    ``labels`` instead (the queue label among them), and every one that names the controller
+    label naming ``labels`` with the queue label replaced by the controller label; other
+    labels of a clause (``le``, ``priority``) stay. String literals are never touched.
+
+    E.g. labels ``cluster, name``: ``sum by (name) (rate(x[5m]))`` ->
+    ``sum by (cluster, name) (rate(x[5m]))``, ``sum by (controller) (...)`` ->
+    ``sum by (cluster, controller) (...)``."""
+    on_controller = [controller_label if lb == queue_label else lb for lb in labels]
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(1) is None:
+            return match.group()
+        named = [lb.strip() for lb in match.group(2).split(",") if lb.strip()]
+        if queue_label not in named and controller_label not in named:
+            return match.group()
+        out: list[str] = []
+        for lb in named:
+            if lb == queue_label:
+                out += labels
+            elif lb == controller_label:
+                out += on_controller
+            else:
+                out.append(lb)
+        return f"{match.group(1)} ({', '.join(dict.fromkeys(out))})"
+
+    return _GROUPING.sub(one, promql)
+
+
+def recorded_names(profile: Profile, window_s: float,
+                   by: Sequence[str] = DEFAULT_AGGREGATE_BY) -> dict[str, str]:
+    """signal -> recorded series name (``cluster_namespace_job_name:workqueue_adds:rate5m``)
+    for this profile, window and aggregation labels (:func:`group_labels` joined by ``_``)."""
     suffix = prometheus_duration(window_s)
-    level = profile.queue_label
+    level = "_".join(group_labels(profile, by))
     return {
         signal: check_metric_name(f"{level}:{metric}:{op}{suffix}", "recorded series name")
         for signal, (metric, op) in _RECORDED.items()
@@ -140,25 +234,33 @@ def _signal_queries(profile: Profile, window_s: float) -> dict[str, SignalQuery]
 
 
 def build_rule_groups(
-    profile: Profile, window_s: float, thresholds: AlertThresholds | None = None
+    profile: Profile, window_s: float, thresholds: AlertThresholds | None = None, *,
+    by: Sequence[str] = DEFAULT_AGGREGATE_BY, runbook_url: str = DEFAULT_RUNBOOK_URL,
 ) -> list[RuleGroup]:
-    """The recording group and the alerting group for ``profile`` with a ``window_s`` window.
+    """The recording group and the alerting group for ``profile`` with a ``window_s`` window,
+    the recorded series keeping the labels ``by`` (:func:`group_labels`), each alert's
+    ``runbook_url`` an anchor of ``runbook_url``.
 
     Signals the profile cannot express (utilization without a worker count, error ratio without
     controller-runtime metrics) are left out, together with the alerts that need them.
     """
     t = thresholds or AlertThresholds()
+    labels = group_labels(profile, by)
     queries = _signal_queries(profile, window_s)
-    names = {s: n for s, n in recorded_names(profile, window_s).items() if s in queries}
-    recording = [RecordingRule(names[s], queries[s].promql) for s in names]
-    alerts = _alerts(names, profile.queue_label, prometheus_duration(window_s), t)
+    names = {s: n for s, n in recorded_names(profile, window_s, labels).items() if s in queries}
+    recording = [RecordingRule(names[s], widen_grouping(
+        queries[s].promql, profile.queue_label, profile.controller_label, labels)) for s in names]
+    alerts = [replace(a, runbook_url=runbook_anchor(runbook_url, a.alert)) for a in
+              _alerts(names, profile.queue_label, ", ".join(labels),
+                      prometheus_duration(window_s), t)]
     return [RuleGroup(GROUP_RECORDING, tuple(recording)), RuleGroup(GROUP_ALERTS, tuple(alerts))]
 
 
 def _alerts(
-    n: Mapping[str, str], q: str, window: str, t: AlertThresholds
+    n: Mapping[str, str], queue_label: str, q: str, window: str, t: AlertThresholds
 ) -> list[AlertingRule]:
-    queue = "{{ $labels." + q + " }}"
+    """The alerts on the recorded series ``n``; ``q``: the labels they keep, for ``on (...)``."""
+    queue = "{{ $labels." + queue_label + " }}"
     value = '{{ printf "%.2f" $value }}'
     percent = "{{ $value | humanizePercentage }}"
     out: list[AlertingRule] = []

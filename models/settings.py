@@ -24,11 +24,14 @@ from typing import Any
 
 from models.advisor import AdvisorThresholds
 from models.errors import ModelInputError
+from models.formatting import duration_text
 
 __all__ = [
+    "DEFAULT_AGGREGATE_BY",
     "DEFAULT_RANGE_S",
     "DEFAULT_SLO_WAIT_S",
     "DEFAULT_WINDOW_S",
+    "MAX_AGGREGATE_LABELS",
     "MAX_RANGE_S",
     "MIN_STEP_S",
     "RANGE_POINTS",
@@ -50,17 +53,20 @@ MIN_STEP_S = 15.0
 MAX_RANGE_S = 90 * 86400.0
 """A cap on the range: 90 days at 120 points is a 18 h step; beyond it the capacity math
 mixes deployments."""
+DEFAULT_AGGREGATE_BY: tuple[str, ...] = ("cluster", "namespace", "job", "name")
+"""The labels the recorded series of ``queuelens rules`` keep (``sum by (...)``): the ones
+that tell one controller's queue from another's of the same name — another cluster (Thanos,
+Mimir), another namespace, another deployment (``job``) — and the queue label. A label a
+series lacks groups as empty, so a single-cluster Prometheus loses nothing."""
+MAX_AGGREGATE_LABELS = 16
+"""A cap on the aggregation labels (user input): more is a mistake, and the level part of a
+recorded series' name (the labels joined by ``_``) grows with each."""
 
 
 def describe_duration(seconds: float) -> str:
-    """'5 min', '2 h', '90 s', '1.5 h', '3 days': a duration for a sentence."""
-    if seconds < 120:
-        return f"{seconds:.3g} s"
-    if seconds < 7200 and seconds % 3600:
-        return f"{seconds / 60:.3g} min"
-    if seconds < 3 * 86400:
-        return f"{seconds / 3600:.3g} h"
-    return f"{seconds / 86400:.3g} days"
+    """'5 min', '2 h', '90 s', '1.5 h', '3 days': a duration for a sentence (the one
+    formatter's :func:`models.formatting.duration_text`)."""
+    return duration_text(seconds)
 
 
 @dataclass(frozen=True)
@@ -72,8 +78,19 @@ class AnalysisSettings:
     slo_wait_s: float = DEFAULT_SLO_WAIT_S
     thresholds: AdvisorThresholds = field(default_factory=AdvisorThresholds)
     """Every threshold of the advisor, ``slo_quantile`` and ``util_target`` included."""
+    aggregate_by: tuple[str, ...] = DEFAULT_AGGREGATE_BY
+    """The labels the recorded series of ``queuelens rules`` keep (config
+    ``analysis.aggregate_by``, flag ``--by``; :data:`DEFAULT_AGGREGATE_BY`). Each is checked
+    as a Prometheus label name where it is read (config, flag)."""
 
     def __post_init__(self) -> None:
+        by = self.aggregate_by
+        if (not isinstance(by, tuple) or not by or len(by) > MAX_AGGREGATE_LABELS
+                or not all(isinstance(lb, str) and lb for lb in by)):
+            raise ModelInputError(f"the aggregation labels must be 1 to {MAX_AGGREGATE_LABELS} "
+                                  f"label names, got {by!r}.")
+        if len(set(by)) != len(by):
+            raise ModelInputError(f"the aggregation labels repeat a label: {', '.join(by)}.")
         for name, value, floor, cap in (("window", self.window_s, 1.0, 86400.0),
                                         ("range", self.range_s, MIN_STEP_S, MAX_RANGE_S),
                                         ("wait SLO", self.slo_wait_s, 1e-6, 86400.0)):
@@ -107,7 +124,8 @@ class AnalysisSettings:
     def with_overrides(self, *, window_s: float | None = None, range_s: float | None = None,
                        slo_wait_s: float | None = None, slo_quantile: float | None = None,
                        thresholds: Mapping[str, Any] | None = None,
-                       where: str = "thresholds") -> AnalysisSettings:
+                       where: str = "thresholds",
+                       aggregate_by: tuple[str, ...] | None = None) -> AnalysisSettings:
         """These settings with the values given (None: keep), e.g. from CLI flags."""
         th = self.thresholds
         changes: dict[str, Any] = dict(thresholds or {})
@@ -121,6 +139,7 @@ class AnalysisSettings:
             range_s=self.range_s if range_s is None else range_s,
             slo_wait_s=self.slo_wait_s if slo_wait_s is None else slo_wait_s,
             thresholds=th,
+            aggregate_by=self.aggregate_by if aggregate_by is None else aggregate_by,
         )
 
     def payload(self) -> dict[str, Any]:

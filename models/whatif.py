@@ -41,6 +41,7 @@ from models.bindings.ceiling import CeilingModel
 from models.contention import usl_slowdown
 from models.errors import ModelInputError
 from models.finite_keys import finite_keys_sweep, finite_keys_wait_quantile
+from models.formatting import number_text, sig
 from models.limits import FINITE_KEYS_MAX
 from models.queueing import ggc_wait, wait_quantile_from_atom
 
@@ -265,8 +266,9 @@ def _recommend(table: WhatIfTable, rows: tuple[WhatIfRow, ...]) -> Recommendatio
             and inputs.arrival_rate_per_s >= inputs.ceiling_per_s:
         return Recommendation(
             None,
-            f"the demand λ = {inputs.arrival_rate_per_s:.3g}/s is at or over the shared "
-            f"ceiling of {inputs.ceiling_per_s:.3g}/s: no worker count serves it and the "
+            f"the demand λ = {number_text(inputs.arrival_rate_per_s, '/s')} is at or over the "
+            f"shared ceiling of {number_text(inputs.ceiling_per_s, '/s')}: no worker count serves "
+            "it and the "
             "backlog grows at every one; raise the ceiling or lower the demand.",
         )
     if not stable_rows:
@@ -280,10 +282,13 @@ def _recommend(table: WhatIfTable, rows: tuple[WhatIfRow, ...]) -> Recommendatio
     if chosen.workers is None or design is None or design <= chosen.workers:
         return chosen
     target = inputs.utilization_target
+    basis = (f"with no SLO given, the smallest stable worker count in {span} is "
+             f"c={chosen.workers}" if inputs.slo_wait_s is None
+             else f"the {chosen.reason.rstrip('.')}: c={chosen.workers}")
     return Recommendation(
         design,
         f"utilization design: ρ ≤ {target:g} at c={design} leaves headroom for bursts and a "
-        f"lost pod (the {chosen.reason.rstrip('.')}: c={chosen.workers}).")
+        f"lost pod ({basis}).")
 
 
 def _recommend_for_slo(table: WhatIfTable, stable_rows: list[WhatIfRow], span: str
@@ -310,12 +315,12 @@ def _recommend_for_slo(table: WhatIfTable, stable_rows: list[WhatIfRow], span: s
             crit = (
                 f"mean wait ≤ {slo:g} s"
                 if q is None
-                else f"P(wait > {slo:g} s) ≤ {1.0 - q:.3g} (p{_pct(q)} wait ≤ {slo:g} s)"
+                else f"P(wait > {slo:g} s) ≤ {sig(1.0 - q)} (p{_pct(q)} wait ≤ {slo:g} s)"
             )
             return Recommendation(r.workers, f"smallest stable worker count with {crit}.")
     best = min(stable_rows, key=lambda r: _key(metric[r.workers]))
     value = metric[best.workers]
-    shown = "n/a" if value is None else f"{value:.3g} s"
+    shown = "n/a" if value is None else f"{number_text(value, 's')}"
     return Recommendation(
         best.workers,
         f"the SLO ({label} ≤ {slo:g} s) cannot be met in {span}; "

@@ -3,13 +3,18 @@ contention?
 
     queuelens advise [--demo | --prometheus URL] [--at TIME] [--window 5m] [--range 2h]
                      [--queue NAME [--keys N]] [--slo 1s] [--slo-quantile 0.95]
-                     [--threshold NAME=VALUE ...] [--config FILE] [--format table|json]
+                     [--threshold NAME=VALUE ...] [--config FILE]
+                     [--format table|json|yaml|csv]
 
 Reads one snapshot (rates over ``--window``) and one range (``--range`` of history, one point
 per max(range/120, 15 s)) for all queues, runs the advisor on each queue and builds its
 capacity plan (:mod:`models.plan`): the same plan the dashboard and the reports show.
-The table has one line per queue: the verdict in words, the worker count now → recommended,
-the binding limit, the design demand and the confidence. JSON: ``{"at", "window_s",
+The table has one line per queue: the severity of its first verdict, the verdict in words,
+the worker count now → recommended, the binding limit, the design demand and the confidence;
+on a terminal (or with ``$COLUMNS``) it fits the width, cutting the widest text column with
+an ellipsis (never a number). CSV: the table's columns, every text cell guarded against
+spreadsheet formulas (:func:`dashboard.cliutil.format_csv`). YAML: the JSON's fields. JSON:
+``{"at", "window_s",
 "range_s", "source", "slo_wait_s", "settings", "queues": [{"queue", "plan": {...},
 "verdicts": [{"kind", "severity", "headline", "summary", "confidence", "evidence": {...},
 "recommendation": {...}}]}], "warnings"}``; SI units, ``null`` where a number does not exist.
@@ -32,7 +37,11 @@ from dashboard.cliutil import (
     utc_text,
 )
 
-TABLE_COLUMNS = ("queue", "verdict", "workers", "binding", "demand", "confidence", "tags")
+TABLE_COLUMNS = ("queue", "severity", "verdict", "workers", "binding", "demand", "confidence",
+                 "tags")
+FIT_COLUMNS = ("verdict", "queue", "tags", "binding")
+"""The text columns a table narrower than its terminal cuts (widest first); the numbers
+(workers, demand, confidence) and the severity word never."""
 
 
 def register(subparsers: Any) -> None:
@@ -59,16 +68,19 @@ def register(subparsers: Any) -> None:
                         help="distinct keys of the --queue, if known: sizing then uses the "
                              "finite-key model M/M/c//K")
     add_settings_arguments(parser)
-    add_format_argument(parser, ("table", "json"))
+    add_format_argument(parser, ("table", "json", "yaml", "csv"))
     parser.set_defaults(func=handle)
 
 
 def table_rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """One line per queue, from its plan (the words and numbers of the dashboard's card)."""
+    """One line per queue, from its plan (the words and numbers of the dashboard's card) and
+    the severity of its first verdict (the verdicts come in order of impact; as the report's
+    table)."""
     from dashboard.plan_words import plan_cells
 
-    return [{"queue": q["queue"], **plan_cells(q["plan"])} for q in payload["queues"]
-            if q["plan"] is not None]
+    return [{"queue": q["queue"],
+             "severity": q["verdicts"][0]["severity"] if q["verdicts"] else "ok",
+             **plan_cells(q["plan"])} for q in payload["queues"] if q["plan"] is not None]
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -91,5 +103,6 @@ def handle(args: argparse.Namespace) -> int:
     when = utc_text(advice.at)
     header = f"at {when}: {advice.describe()}"
     footer = "\n".join(f"warning: {w}" for w in advice.warnings)
-    emit(args.format, payload, table_rows(payload), TABLE_COLUMNS, header=header, footer=footer)
+    emit(args.format, payload, table_rows(payload), TABLE_COLUMNS, header=header, footer=footer,
+         fit=FIT_COLUMNS)
     return 0

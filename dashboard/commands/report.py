@@ -8,7 +8,9 @@ Reads one snapshot and one range for the whole fleet with the one analysis setti
 config file's ``analysis:``, then the flags; the same defaults as ``advise`` and the
 dashboard), through the advisor and the capacity plans (:mod:`dashboard.advice`), then
 writes the report (:mod:`dashboard.report`) to ``FILE`` (atomically: a partial file never
-replaces a good one) or to stdout with ``-o -``.
+replaces a good one) or to stdout with ``-o -``. HTML to stdout is refused when stdout is a
+terminal (a page of markup and inline scripts is of no use there): give ``-o FILE`` or
+redirect.
 Progress goes to stderr: a bar when stderr is a terminal, plain lines with ``--verbose``
 otherwise, nothing by default.
 """
@@ -21,6 +23,7 @@ import time
 from typing import Any
 
 from dashboard.cliutil import (
+    CliError,
     ProgressBar,
     add_settings_arguments,
     check_output_path,
@@ -65,6 +68,8 @@ def handle(args: argparse.Namespace) -> int:
 
     if args.output != "-":
         check_output_path(args.output, "-o")  # before the work, not after it
+    elif args.format == "html" and sys.stdout.isatty():
+        raise CliError("writing HTML to a terminal; use -o FILE or redirect")
     tty = sys.stderr.isatty()
     bar = ProgressBar(sys.stderr, tty) if (tty or args.verbose) else None
     config = load_config(args.config)

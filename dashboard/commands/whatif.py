@@ -31,7 +31,9 @@ from dashboard.cliutil import (
     positive_float,
     positive_int,
     settings_from_args,
+    work_duration,
 )
+from models.formatting import number_text
 
 COLUMNS = (
     "workers",
@@ -81,7 +83,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--service-mean",
-        type=parse_duration,
+        type=work_duration,
         default=None,
         metavar="DURATION",
         help="mean reconcile (service) time per item, e.g. 250ms or 0.25 (bare number = "
@@ -315,8 +317,9 @@ def _live(args: argparse.Namespace) -> int:
     work = ("E[S] without the shared resource's wait" if sized is not None
             and sized.ceiling_per_s is not None else "E[S]")
     header = (f"queue: {args.queue}   {found.advice.describe()}\n"
-              + (f"λ (design) = {sized.arrival_rate_per_s:.4g}/s  {work} = "
-                 f"{sized.service_mean_s:.4g} s  model: {result.model if result else '—'}"
+              + (f"λ (design) = {number_text(sized.arrival_rate_per_s, '/s')}  {work} = "
+                 f"{number_text(sized.service_mean_s, 's')}  model: "
+                 f"{result.model if result else '—'}"
                  if sized is not None else "not enough data to size this queue")
               + (f"\n{plan.rows_basis}" if plan.rows_basis else ""))
     rec = plan.recommended_workers

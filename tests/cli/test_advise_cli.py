@@ -87,7 +87,7 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     # the settings every surface states, then one line per queue from its plan
     assert lines[0].endswith(": last 2 h (a point every 60 s), rates over 5 min, "
                              "p95 wait ≤ 1 s; demo")
-    assert lines[1].split() == ["queue", "verdict", "workers", "binding", "demand",
+    assert lines[1].split() == ["queue", "severity", "verdict", "workers", "binding", "demand",
                                 "confidence", "tags"]
     secret = next(line for line in lines if line.startswith("secret"))
     assert "Fewer workers would do: 20 → 2" in secret
@@ -110,7 +110,7 @@ def test_unknown_queue_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     (["--slo", "0"], "--slo"),
     (["--range", "soon"], "--range"),
     (["--at", "yesterday"], "--at"),
-    (["--format", "csv"], "--format"),
+    (["--format", "xml"], "--format"),
 ])
 def test_bad_arguments_exit_2(argv: list[str], needle: str,
                               capsys: pytest.CaptureFixture[str]) -> None:

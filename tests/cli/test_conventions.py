@@ -89,10 +89,10 @@ def test_version_stays_light() -> None:
 # --- duration flags -------------------------------------------------------------------------
 
 def _is_duration_type(kind: Any) -> bool:
-    """The duration argparse types: cliutil's two (everything else wraps one of them or
+    """The duration argparse types: cliutil's three (everything else wraps one of them or
     collectors.timeparse.parse_duration itself)."""
     return (kind in (cliutil.parse_duration, cliutil.non_negative_duration, connect._duration,
-                     simulate_cmd._retry_after)
+                     simulate_cmd._retry_after, cliutil.work_duration)
             or getattr(kind, "__qualname__", "").startswith("bounded_duration."))
 
 

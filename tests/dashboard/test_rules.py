@@ -10,6 +10,7 @@ window end and at least half a step past the last sample); ratios of two rates a
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,7 +24,15 @@ import yaml
 from collectors.config import parse_config
 from collectors.profile import Profile
 from dashboard.cli import main as cli_main
-from dashboard.rules import build_rule_groups, prometheus_duration, recorded_names, render_yaml
+from dashboard.rules import (
+    DEFAULT_RUNBOOK_URL,
+    build_rule_groups,
+    group_labels,
+    prometheus_duration,
+    recorded_names,
+    render_yaml,
+    widen_grouping,
+)
 from tests.conftest import require_binary
 from tests.support.prometheus import HINT, PrometheusProcess, backfill, start_prometheus
 from tests.support.workqueue_om import (
@@ -47,6 +56,19 @@ STORM_SPEC = QueueSpec(
     work_shares={7: 1.0}, wait_shares={8: 1.0}, depth={"0": 1}, retries=9,
     results={"success": 1, "error": 9, "requeue": 0, "requeue_after": 0}, errors=9, workers=4,
 )
+# One queue in two clusters, told apart by `cluster` alone (same name, job and instance): the
+# rules must keep two series with each cluster's own numbers, not their sum.
+TWIN = "twin"
+TWIN_SPECS = tuple(QueueSpec(
+    TWIN, adds=adds, done=adds, work_mean=0.1, wait_mean=0.2, work_shares={7: 1.0},
+    wait_shares={8: 1.0}, depth={"0": 1}, retries=0.0, errors=errors,
+    results={"success": adds - errors, "error": errors, "requeue": 0, "requeue_after": 0},
+    workers=4, extra={"cluster": cluster})
+    for cluster, adds, errors in (("east", 3.0, 0.3), ("west", 5.0, 0.0)))
+TWIN_TRUTH = {"east": {"arrival_rate_per_s": 3.0, "throughput_per_s": 3.0, "busy_workers": 0.3,
+                       "utilization": 0.3 / 4, "queue_wait_mean_s": 0.2, "error_ratio": 0.1},
+              "west": {"arrival_rate_per_s": 5.0, "throughput_per_s": 5.0, "busy_workers": 0.5,
+                       "utilization": 0.5 / 4, "queue_wait_mean_s": 0.2, "error_ratio": 0.0}}
 CONFIG = {"profile": {"workers": {WEIRD: WEIRD_WORKERS_FROM_CONFIG}}}
 CONFIG_YAML = yaml.safe_dump(CONFIG)
 
@@ -69,15 +91,105 @@ def test_committed_rules_file_is_current(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_rules_read_the_profile_expressions() -> None:
-    """One source of PromQL: every recorded expression is the profile's own expression."""
+    """One source of PromQL: every recorded expression is the profile's own expression —
+    exactly, when the rules keep only the queue label; with its groupings widened otherwise."""
     profile = Profile()
     expected = {s.signal: s.promql for s in (*profile.queries(120), *profile.derived_queries(120))}
-    names = recorded_names(profile, 120)
-    rules = {r.record: r.expr for r in build_rule_groups(profile, 120)[0].rules}  # type: ignore[union-attr]
+    names = recorded_names(profile, 120, by=("name",))
+    rules = {r.record: r.expr for r in build_rule_groups(profile, 120, by=("name",))[0].rules}  # type: ignore[union-attr]
     assert names["arrival_rate_per_s"] == "name:workqueue_adds:rate2m"
     for signal, name in names.items():
         assert rules[name] == expected[signal]
     assert "[120s]" in rules[names["utilization"]]
+    wide = {r.record: r.expr for r in build_rule_groups(profile, 120)[0].rules}  # type: ignore[union-attr]
+    wide_names = recorded_names(profile, 120)
+    assert wide_names["arrival_rate_per_s"] == "cluster_namespace_job_name:workqueue_adds:rate2m"
+    for signal, name in wide_names.items():
+        assert wide[name] == widen_grouping(expected[signal], "name", "controller",
+                                            ("cluster", "namespace", "job", "name"))
+        assert "by (name)" not in wide[name]
+        assert "by (controller)" not in wide[name]
+
+
+def test_widen_grouping_leaves_strings_and_other_labels() -> None:
+    labels = ("cluster", "name")
+    assert widen_grouping('sum by (name, le) (rate(x{job="by (name)"}[5m]))', "name",
+                          "controller", labels) == \
+        'sum by (cluster, name, le) (rate(x{job="by (name)"}[5m]))'
+    assert widen_grouping("a / on (name) max by (controller) (b)", "name", "controller",
+                          labels) == "a / on (cluster, name) max by (cluster, controller) (b)"
+    assert widen_grouping("sum by (job) (x) and sum without (name) (y)", "name", "controller",
+                          labels) == "sum by (job) (x) and sum without (name) (y)"
+
+
+def test_group_labels_always_keep_the_queue_label() -> None:
+    queue_profile = replace(Profile(), queue_label="queue")
+    assert group_labels(Profile()) == ("cluster", "namespace", "job", "name")
+    assert group_labels(Profile(), ("cluster",)) == ("cluster", "name")
+    assert group_labels(queue_profile, ("name", "cluster")) == ("name", "cluster", "queue")
+    assert recorded_names(Profile(), 300, ("namespace",))["busy_workers"] == \
+        "namespace_name:workqueue_work_duration_seconds_sum:rate5m"
+
+
+def test_by_flag_and_config_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "q.yaml"
+    cfg.write_text("analysis:\n  aggregate_by: [region, name]\n")
+    code, out, err = run_cli(["rules", "--config", str(cfg)], capsys)
+    assert code == 0, err
+    assert "record: region_name:workqueue_adds:rate5m" in out
+    assert "sum by (region, name) (rate(workqueue_adds_total[300s]))" in out
+    code, out, err = run_cli(["rules", "--config", str(cfg), "--by", "zone"], capsys)
+    assert code == 0, err
+    assert "record: zone_name:workqueue_adds:rate5m" in out  # the flag wins over the config
+    assert "--by zone" in out.splitlines()[0]
+    for bad, needle in (("1x", "not a valid Prometheus label name"),
+                        ("__name__", "reserved label name"), ("a,a", "listed twice"),
+                        ("a-b", "not a valid Prometheus label name"),
+                        (",".join(f"l{i}" for i in range(17)), "1 to 16 label names")):
+        with pytest.raises(SystemExit) as stop:
+            cli_main(["rules", "--by", bad])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2
+        assert err.count("\n") == 1, err
+        assert needle in err, err
+        assert "--by" in err, err
+    cfg.write_text("analysis:\n  aggregate_by: [ok, 'no good']\n")
+    code, _, err = run_cli(["rules", "--config", str(cfg)], capsys)
+    assert code == 2
+    assert "analysis.aggregate_by" in err
+    assert "'no good'" in err
+    assert err.count("\n") == 1
+
+
+def test_every_alert_links_its_runbook(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each alert's runbook_url is an anchor that the docs page has: GitHub's anchor of a
+    heading is its text lower-cased, spaces to '-', punctuation other than '-'/'_' dropped."""
+    docs = (REPO / "docs" / "operations.md").read_text()
+    anchors = {re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+               for line in docs.splitlines() if line.startswith("#")}
+    code, out, _ = run_cli(["rules"], capsys)
+    assert code == 0
+    alerts = list(yaml.safe_load(out)["groups"][1]["rules"])
+    assert len(alerts) == 4
+    for rule in alerts:
+        url = rule["annotations"]["runbook_url"]
+        page, _, anchor = url.partition("#")
+        assert page == DEFAULT_RUNBOOK_URL
+        assert page.endswith("/docs/operations.md")
+        assert anchor == rule["alert"].lower()
+        assert anchor in anchors, (url, sorted(anchors))
+    code, out, _ = run_cli(["rules", "--runbook-url", "https://wiki.example.com/q"], capsys)
+    assert code == 0
+    urls = [r["annotations"]["runbook_url"] for r in yaml.safe_load(out)["groups"][1]["rules"]]
+    assert urls[0] == "https://wiki.example.com/q#workqueuesaturated"
+    for bad in ("ftp://x/y", "https://x/y#top", "https://x/{{ $labels.name }}", "not a url",
+                "https://x/" + "a" * 3000):
+        with pytest.raises(SystemExit) as stop:
+            cli_main(["rules", "--runbook-url", bad])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2
+        assert err.count("\n") == 1, err
+        assert "--runbook-url" in err, err
 
 
 def test_promtool_accepts_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,8 +280,8 @@ def ruled_prometheus(
     queues, processes = main_scenario()
     last = int(time.time())
     start = last - DURATION_S + STEP_S
-    text = generate([*queues, STORM_SPEC], processes, start=start, duration_s=DURATION_S,
-                    step_s=STEP_S)
+    text = generate([*queues, STORM_SPEC, *TWIN_SPECS], processes, start=start,
+                    duration_s=DURATION_S, step_s=STEP_S)
     tsdb = backfill(text, work)
     server = start_prometheus(work, tsdb=tsdb, rule_files=[rules_file])
     try:
@@ -195,7 +307,8 @@ def _first_samples(url: str, record: str, deadline: float) -> dict[str, tuple[fl
             assert isinstance(labels, dict)
             assert isinstance(values, list)
             t, v = values[0]
-            out[labels["name"]] = (float(t), float(v))
+            if labels["name"] != TWIN:  # two series, checked by their own test
+                out[labels["name"]] = (float(t), float(v))
         if len(out) >= 5 or time.monotonic() > deadline:
             return out
         time.sleep(0.25)
@@ -283,6 +396,39 @@ def test_alerts_fire_for_the_right_queues(
     growth = float(summary.split("grows by ")[1].split()[0])
     assert 3.5 <= growth <= 4.0 + 1e-9  # arrivals 20/s − completions 16/s
     assert not math.isnan(growth)
+
+
+@pytest.mark.prometheus
+def test_one_queue_in_two_clusters_stays_two_series(
+    ruled_prometheus: tuple[PrometheusProcess, float],
+) -> None:
+    server, last = ruled_prometheus
+    names = recorded_names(Profile(), WINDOW_S)
+    deadline = time.monotonic() + 30
+    for signal in TWIN_TRUTH["east"]:
+        series: dict[str, tuple[dict[str, str], float, float]] = {}
+        while time.monotonic() < deadline:
+            series = {}
+            for s in _query(server.url, f'{names[signal]}{{name="{TWIN}"}}[2m]'):
+                labels, values = s["metric"], s["values"]
+                assert isinstance(labels, dict)
+                assert isinstance(values, list)
+                t, v = values[0]
+                series[labels.get("cluster", "")] = (labels, float(t), float(v))
+            if len(series) == 2:
+                break
+            time.sleep(0.25)
+        assert set(series) == {"east", "west"}, (signal, series, server.log_tail())
+        for cluster, (labels, t, value) in series.items():
+            assert set(labels) == {"__name__", "cluster", "job", "name"}, labels
+            expected = TWIN_TRUTH[cluster][signal]
+            gap = t - last
+            assert 0 < gap < WINDOW_S / 2
+            if signal in ("queue_wait_mean_s", "error_ratio"):  # ratios of two rates: exact
+                assert value == pytest.approx(expected, rel=1e-9, abs=1e-9), (signal, cluster)
+            else:
+                assert expected * (1 - gap / WINDOW_S) - 1e-9 <= value <= expected + 1e-9, \
+                    (signal, cluster, value, expected)
 
 
 def test_thresholds_are_used() -> None:
