@@ -140,7 +140,9 @@ pure: same inputs and seed → same result; the optional ``progress`` callback o
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -148,6 +150,7 @@ import numpy as np
 import numpy.typing as npt
 
 from models.errors import ModelInputError
+from models.formatting import sig
 from models.load import RateProfile, WorkerSchedule
 from models.ratelimit import RetryPolicy
 from models.scrape import ScrapedMetrics, ServerSpec, scrape_metrics
@@ -434,7 +437,7 @@ def _server_inputs(
                               "(apf_seats).")
     if bg_rate * duration_s > (1e7 if scraped else 1e8):
         raise ModelInputError(
-            f"about {bg_rate * duration_s:.3g} APF background requests requested; the limit is "
+            f"about {sig(bg_rate * duration_s)} APF background requests requested; the limit is "
             f"{'1e7 with scraped metrics' if scraped else '1e8'} per run.")
     retry_after = 0.0
     if apf_retry_after_s is not None:
@@ -475,7 +478,7 @@ def _server_inputs(
     on = writes > 0 or seats > 0 or hook > 0 or objects > 0
     if on and scraped and calls_requested > 1e7:
         raise ModelInputError(
-            f"about {calls_requested:.3g} API calls requested; with the API server side and "
+            f"about {sig(calls_requested)} API calls requested; with the API server side and "
             "scraped metrics the simulator keeps a record of every attempt (about 90 bytes), "
             "so its limit is 1e7 calls per run.")
     return _ServerInputs(on, writes, seats, limit, wait_limit, bg_rate, bg_lat, retry_after,
@@ -682,12 +685,12 @@ def simulate(
         raise ModelInputError("the workers schedule changes more than 100,000 workers.")
     if scrape_interval_s is not None and lam * T > 1e7:
         raise ModelInputError(
-            f"about {lam * T:.3g} raw events requested; with scraped metrics the simulator "
+            f"about {sig(lam * T)} raw events requested; with scraped metrics the simulator "
             "keeps a log of every add, Get, Done and API call (about 100 bytes per pass), so "
             "its limit is 1e7 per run.")
     if lam * T > 5e8:
         raise ModelInputError(
-            f"about {lam * T:.3g} raw events requested; the simulator's limit is 5e8 per run."
+            f"about {sig(lam * T)} raw events requested; the simulator's limit is 5e8 per run."
         )
     if initial_burst and m > 10_000_000:
         raise ModelInputError("initial burst of more than 10,000,000 keys is not supported.")
@@ -756,7 +759,7 @@ def simulate(
         limit = 1e7 if scrape_interval_s is not None else 5e8
         if polled * T / poll > limit:
             raise ModelInputError(
-                f"about {polled * T / poll:.3g} polling passes requested ({polled:.3g} keys "
+                f"about {sig(polled * T / poll)} polling passes requested ({sig(polled)} keys "
                 f"every {poll:g} s for {T:g} s); the simulator's limit is {limit:.0e} per run"
                 f"{' with scraped metrics' if scrape_interval_s is not None else ''}.")
     ext_on = lock_f > 0 or sigma > 0 or kappa > 0 or n_calls > 0 or pool_f > 0 or cpu_f > 0
@@ -784,8 +787,8 @@ def simulate(
         svc_const = False
         sig2 = math.log1p(cv * cv)
         mu_ln = math.log(mean_s) - sig2 / 2.0
-        sig = math.sqrt(sig2)
-        draw_svc = lambda: svc_rng.lognormal(mu_ln, sig, _BLOCK)  # noqa: E731
+        sigma_ln = math.sqrt(sig2)
+        draw_svc = lambda: svc_rng.lognormal(mu_ln, sigma_ln, _BLOCK)  # noqa: E731
     draw_u = (lambda: u_rng.random(_BLOCK)) if p_fail else None
     jittered = policy.kind == "exp" and policy.jitter != "none"
     draw_jitter = (lambda: jitter_rng.random(_BLOCK)) if jittered else None
@@ -919,3 +922,87 @@ def simulate(
         trace=_trace_events(run.trace),
         metrics=metrics,
     )
+
+
+# --- compiling ahead (the compiled loops of models/_simcore.py) --------------------------------
+#
+# The loops are compiled on their first call and kept in numba's on-disk cache (``cache=True``
+# in ``models._simcore._jit``: ``__pycache__`` beside that file, or ``$NUMBA_CACHE_DIR``, or
+# numba's user cache directory when the package's folder is read-only), so a machine compiles
+# them once per version of their source. A process that wants the compile behind it before
+# anyone waits on it (``queuelens serve``, at start-up, in a background thread) calls
+# :func:`warm_up`; one that wants to say a compile is under way (``queuelens simulate``) runs
+# inside :func:`compile_notice`.
+
+COMPILE_ESTIMATE_S = 15
+"""How long :func:`warm_up` takes with an empty cache: 13–17 s measured on the 2-core
+development VM (numba 0.68, Python 3.11: the simulator's and the storm's loops with numba's
+own helpers, about 90 functions), 21–26 s while the other core is busy. With the cache warm it
+takes about 1 s, most of it numba's import."""
+
+
+def warm_up() -> None:
+    """Compile, or load from the disk cache, every compiled loop of ``models._simcore``, on
+    runs of a few thousand events (a few milliseconds once compiled).
+
+    The loops are reached through the drivers real runs use (:func:`simulate` and
+    ``_simcore.run_storm``), so they are compiled for the argument types of real runs. numba
+    compiles a callee together with its caller, so what must be reached is every loop called
+    from Python: ``_sim_run``, ``heapify`` (worker changes), ``rehash`` (more keys in play
+    than the first table's 1,024 slots hold half full), ``_background_upto`` (an APF level),
+    ``_busy_residual``, ``dirty_residual``, ``fsum``, ``_tree_build``, ``_storm_fast`` and
+    ``_storm_run`` (``exact``); ``tests/models/test_warm_up.py`` checks that every one of
+    :func:`compiled_loops` has been compiled after it."""
+    from models import _simcore as core
+
+    # 2,000 events/s over 4,096 keys, one worker (100 passes/s) until a second joins at
+    # 0.5 s: about 1,000 keys are dirty at once, so the key table grows
+    simulate(arrival_rate_per_s=2000.0, keys=4096, workers=WorkerSchedule((0.0, 0.5), (1, 2)),
+             service_mean_s=0.01, duration_s=1.0, seed=0, fail_prob=0.1, api_calls=1,
+             apf_seats=1, apf_background_rate_per_s=10.0, scrape_interval_s=0.5)
+    lim = core.limiter_record("exp", 0.005, 10.0, "full", 10.0, 100)
+    for exact in (False, True):
+        core.run_storm(keys=10, lim=lim, bucket=core.new_bucket(100), outage_s=5.0,
+                       attempt_s=0.05, horizon_s=50.0, bin_s=0.05, nbins=1000,
+                       budget=1_000_000, seed=0, exact=exact)
+
+
+def compiled_loops() -> dict[str, Any]:
+    """The compiled functions (numba dispatchers) of ``models._simcore``, by name."""
+    import numba
+
+    from models import _simcore as core
+
+    return {name: fn for name, fn in vars(core).items()
+            if isinstance(fn, numba.core.registry.CPUDispatcher)}
+
+
+@contextmanager
+def compile_notice(note: Callable[[], None]) -> Iterator[None]:
+    """Within the block, call ``note`` once, when numba starts compiling one of
+    ``models._simcore``'s loops — so only with a cold cache: a loop loaded from the disk cache
+    is not compiled (numba raises its ``numba:compile`` event only after a cache miss). A
+    compile in any thread counts: numba's event listeners are process-wide."""
+    from numba.core import event
+
+    from models import _simcore as core
+
+    lock = threading.Lock()
+    said = False
+
+    class _First(event.Listener):
+        def on_start(self, ev: Any) -> None:
+            nonlocal said
+            if getattr(ev.data["dispatcher"].py_func, "__module__", None) != core.__name__:
+                return
+            with lock:
+                if said:
+                    return
+                said = True
+            note()
+
+        def on_end(self, ev: Any) -> None:
+            pass
+
+    with event.install_listener("numba:compile", _First()):
+        yield

@@ -23,6 +23,12 @@ no other process can take the port between the check and gunicorn's start.
 
 The server's limits (request size, export jobs) are the app's: :class:`dashboard.app.ServerLimits`
 from ``QUEUELENS_*`` environment variables.
+
+The simulator's compiled loops (the Retry storm page, the What-if page's simulation) are
+compiled — or loaded from numba's disk cache — at start-up, in a background thread of the
+gunicorn worker (:func:`warm_simulator`), so the first view that simulates does not pay the
+one-time compile (about 15 s on a new machine; :data:`models.simulate.COMPILE_ESTIMATE_S`).
+Only when it does compile does it say so on stderr, at the start and at the end.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ import argparse
 import ipaddress
 import socket
 import sys
+import threading
+import time
 from typing import Any
 
 from dashboard.cliutil import (
@@ -161,6 +169,7 @@ def run_server(app: Any, host: str, port: int) -> None:
         "accesslog": None,
         "errorlog": "-",
         "loglevel": "warning",
+        "post_worker_init": _warm_in_background,
     }
 
     class _Server(BaseApplication):  # type: ignore[misc]
@@ -172,6 +181,44 @@ def run_server(app: Any, host: str, port: int) -> None:
             return app
 
     _Server().run()
+
+
+def _warm_in_background(worker: Any) -> None:
+    """gunicorn's ``post_worker_init`` hook: :func:`warm_simulator` in a daemon thread of the
+    worker process, which serves the pages. (Not of the arbiter: the worker is forked from
+    it, and a fork while the compile holds numba's compiler lock would leave the worker a lock
+    that no thread of it ever releases.)"""
+    threading.Thread(target=warm_simulator, name="queuelens-warm-up", daemon=True).start()
+
+
+def warm_simulator() -> None:
+    """Compile, or load from the disk cache, the simulator's loops
+    (:func:`models.simulate.warm_up`); a page that simulates meanwhile waits for the same
+    compile (numba compiles under one lock) rather than starting its own. One note on stderr
+    when the compile starts and one when it ends — none when the loops load from the cache. A
+    failure is one warning: each simulation then compiles what it needs itself."""
+    from models.simulate import COMPILE_ESTIMATE_S, compile_notice, warm_up
+
+    started = time.monotonic()
+    compiled = False
+
+    def compiling() -> None:
+        nonlocal compiled
+        compiled = True
+        warn(f"compiling the simulator in the background (one time, ~{COMPILE_ESTIMATE_S} s)",
+             "note")
+        sys.stderr.flush()
+
+    try:
+        with compile_notice(compiling):
+            warm_up()
+    except Exception as exc:
+        warn(f"could not compile the simulator ahead ({type(exc).__name__}: {exc}); "
+             "the first simulation will")
+        return
+    if compiled:
+        warn(f"the simulator is compiled ({time.monotonic() - started:.0f} s)", "note")
+    sys.stderr.flush()
 
 
 def _is_loopback(host: str) -> bool:

@@ -24,8 +24,10 @@ from dashboard.cliutil import (
     parse_duration,
     parse_time,
     positive_float,
+    warn,
     write_atomically,
 )
+from models.formatting import number_text
 
 COLUMNS = ("metric", "value")
 
@@ -653,7 +655,7 @@ def _emit_openmetrics(args: argparse.Namespace, metrics: Any) -> dict[str, Any]:
 def handle(args: argparse.Namespace) -> int:
     from models.errors import ModelInputError
     from models.load import parse_rate_schedule, parse_workers_schedule
-    from models.simulate import simulate
+    from models.simulate import COMPILE_ESTIMATE_S, compile_notice, simulate
 
     _check_flags(args)
     policy = retry_policy_from(args)
@@ -673,38 +675,43 @@ def handle(args: argparse.Namespace) -> int:
     server = _server_kwargs(args)
     bar = ProgressBar(sys.stderr, tty=True)
     progress = partial(bar.fraction, "simulating") if sys.stderr.isatty() else None
-    try:
-        result = simulate(
-            arrival_rate_per_s=rate,
-            keys=args.keys,
-            workers=workers,
-            service_mean_s=args.service_mean,
-            duration_s=args.duration,
-            seed=args.seed,
-            zipf_s=args.zipf,
-            service_dist=args.service_dist,
-            service_cv=args.service_cv,
-            fail_prob=args.fail_prob,
-            failing_keys=args.failing_keys,
-            fail_window_s=(0.0, args.outage) if args.outage is not None else None,
-            retry=policy,
-            dependency_qps=args.dependency_qps,
-            warmup_s=args.warmup,
-            trace_limit=args.trace,
-            progress=progress,
-            hot_key_share=args.hot_key_share,
-            lock_fraction=args.lock_fraction,
-            coherence=args.coherence,
-            api_calls=args.api_calls,
-            api_qps=args.api_qps,
-            api_burst=args.api_burst,
-            api_latency_s=args.api_latency,
-            scrape_interval_s=scrape_s,
-            **server,
-            **_station_kwargs(args),
-        )
-    finally:
+    def compiling() -> None:  # only when numba compiles: the first run on a machine
         bar.close()
+        warn(f"first run compiles the simulator (~{COMPILE_ESTIMATE_S} s, once)", "note")
+
+    with compile_notice(compiling):
+        try:
+            result = simulate(
+                arrival_rate_per_s=rate,
+                keys=args.keys,
+                workers=workers,
+                service_mean_s=args.service_mean,
+                duration_s=args.duration,
+                seed=args.seed,
+                zipf_s=args.zipf,
+                service_dist=args.service_dist,
+                service_cv=args.service_cv,
+                fail_prob=args.fail_prob,
+                failing_keys=args.failing_keys,
+                fail_window_s=(0.0, args.outage) if args.outage is not None else None,
+                retry=policy,
+                dependency_qps=args.dependency_qps,
+                warmup_s=args.warmup,
+                trace_limit=args.trace,
+                progress=progress,
+                hot_key_share=args.hot_key_share,
+                lock_fraction=args.lock_fraction,
+                coherence=args.coherence,
+                api_calls=args.api_calls,
+                api_qps=args.api_qps,
+                api_burst=args.api_burst,
+                api_latency_s=args.api_latency,
+                scrape_interval_s=scrape_s,
+                **server,
+                **_station_kwargs(args),
+            )
+        finally:
+            bar.close()
     on = {
         "lock": args.lock_fraction > 0,
         "pool": args.pool_size is not None,
@@ -762,7 +769,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def _header(args: argparse.Namespace, policy: Any, rate_mean: float) -> str:
     load = (f"λ={args.arrival_rate:g}/s" if args.rate_schedule is None
-            else f"λ {args.rate_schedule} (mean {rate_mean:.4g}/s)")
+            else f"λ {args.rate_schedule} (mean {number_text(rate_mean, '/s')})")
     keys = (f" (Zipf {args.zipf:g})" if args.zipf
             else f" (hot key {args.hot_key_share:g})" if args.hot_key_share else "")
     workers = f"c={args.workers}" if args.workers_schedule is None else (
