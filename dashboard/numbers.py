@@ -2,10 +2,9 @@
 what its buckets support ("0.42 s", "between 0.1 s and 1 s", "above 1000 s", "no data").
 
 Plain Python (no Dash, no Plotly): the CLI tables, the pages and the reports can all use it.
-The significant-digit rule is the queue page's (``dashboard.pages.queue.fmt``): 3 significant
-digits without an exponent for 0.001 <= |v| < 1e6. Durations below 0.1 s are written in ms, µs
-or ns instead ("4.54 ms", "10 µs", not "1.00e-05 s"): client-go's queue-wait buckets are the
-decades from 10 ns up, and each edge must read as one short number.
+Every number itself is written by the one formatter, :mod:`models.formatting` (three
+significant digits, no exponent, the unit scaled to the value); ``sig`` and ``number_text``
+are re-exported from it here.
 
 A quantile read from a histogram is only as precise as the bucket its rank fell in
 (:func:`models.histogram.classify_quantile` has the rule and its reasons): a number when the
@@ -19,6 +18,7 @@ import math
 from collections.abc import Mapping
 from typing import Protocol
 
+from models.formatting import NO_DATA, duration_unit, number_text, sig
 from models.histogram import QUANTILES, classify_quantile
 
 __all__ = [
@@ -31,62 +31,15 @@ __all__ = [
     "snapshot_quantile_text",
 ]
 
-NO_DATA = "no data"
-"""What a missing value reads as (never 0, never NaN)."""
-
 MEAN_FIELD: Mapping[str, str] = {"queue_wait": "queue_wait_mean_s", "work": "service_mean_s"}
 """The mean beside each histogram's quantiles: ``rate(_sum) / rate(_count)`` of the same
 histogram (the work histogram's mean is ``service_mean_s``)."""
 
 _Q_OF: Mapping[str, float] = dict(QUANTILES)
 
-_DURATION_UNITS = ((0.1, 1.0, "s"), (1e-3, 1e3, "ms"), (1e-6, 1e6, "µs"), (0.0, 1e9, "ns"))
-"""(smallest magnitude, factor, unit) for durations: seconds from 0.1 s up ('0.42 s'), then
-ms, µs and ns, so a value reads with 1–3 digits before the point."""
-
-
-def sig(value: float, digits: int = 3) -> str:
-    """``digits`` significant digits, no exponent for 0.001 <= |v| < 1e6 (0.7151 -> '0.715',
-    670.2 -> '670', 12.0 -> '12'), exponent form outside ('4.04e-04')."""
-    if value == 0:
-        return "0"
-    magnitude = abs(value)
-    if magnitude >= 1e6 or magnitude < 1e-3:
-        return f"{value:.{digits - 1}e}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(magnitude)))
-    rounded = round(value, decimals)
-    if rounded == 0:
-        return "0"
-    text = f"{rounded:.{decimals}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def number_text(value: float | None, unit: str = "", digits: int = 3) -> str:
-    """'1.23 s', '0.5 /s', '40 µs' — or 'no data' for a missing or non-finite value.
-
-    A duration (``unit="s"``) below 1 ms is written in µs (below 1 µs in ns), so 9.99…e-06
-    (a Go-printed bucket edge) reads '10 µs'."""
-    if value is None or not math.isfinite(value):
-        return NO_DATA
-    if unit == "s" and value != 0:
-        factor, name = _duration_unit(value, digits)
-        return _in_unit(value, factor, name, digits)
-    text = sig(value, digits)
-    return f"{text} {unit}".rstrip() if unit else text
-
 
 def _rounded(value: float, digits: int) -> float:
     return float(f"{value:.{digits - 1}e}")
-
-
-def _duration_unit(value: float, digits: int) -> tuple[float, str]:
-    """(factor, unit) of a nonzero duration, chosen on its rounded value (0.0999999 is
-    '0.1 s', 9.999999999999999e-06 — a Go-printed bucket edge — is '10 µs')."""
-    magnitude = abs(_rounded(value, digits))
-    for smallest, factor, name in _DURATION_UNITS:
-        if magnitude >= smallest:
-            return factor, name
-    return _DURATION_UNITS[-1][1], _DURATION_UNITS[-1][2]
 
 
 def _in_unit(value: float, factor: float, name: str, digits: int) -> str:
@@ -98,7 +51,7 @@ def _range_text(lo: float, hi: float, unit: str, digits: int, compact: bool = Fa
     end still reads without an exponent there ('between 0.1 ms and 1 ms', 'between 0.01 s and
     0.1 s'), each end in its own unit otherwise. ``compact``: '0.1–1 s' (table cells)."""
     if unit == "s" and lo > 0:
-        factor, name = _duration_unit(hi, digits)
+        factor, name = duration_unit(hi, digits)
         if _rounded(lo, digits) * factor >= 1e-3:
             if compact:
                 return (f"{sig(_rounded(lo, digits) * factor, digits)}–"

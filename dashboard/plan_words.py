@@ -17,6 +17,7 @@ from typing import Any
 from dashboard.numbers import number_text, sig
 from models.bindings import limits
 from models.change import CHANGE_MIN_POINTS
+from models.formatting import percent_text
 
 __all__ = ["BINDING_LABELS", "binding_label", "change_notes", "change_text",
            "change_wait_text", "confidence_text", "evidence_label", "evidence_value",
@@ -43,15 +44,13 @@ def workers_text(plan: Mapping[str, Any]) -> str:
 
 
 def rate_text(value: float | None, unit: str = "/s") -> str:
-    """Three significant digits: '15.1/s', '0.0523/s'; 'no data' when missing."""
-    if value is None:
-        return "no data"
-    return f"{sig(value)}{unit}"
+    """The one formatter's rate: '15.1/s', '0.0523/s'; 'no data' when missing."""
+    return number_text(value, unit)
 
 
 def confidence_text(confidence: float | None) -> str:
     """The confidence as a whole percentage everywhere: '76 %'."""
-    return "—" if confidence is None else f"{100 * confidence:.0f} %"
+    return "—" if confidence is None else percent_text(confidence)
 
 
 def plan_cells(plan: Mapping[str, Any]) -> dict[str, str]:

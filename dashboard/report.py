@@ -63,6 +63,7 @@ from dashboard.rules import prometheus_duration
 from dashboard.signals import Series, capacity_per_s, combine
 from models.advisor import SEVERITIES, Verdict, threshold_table
 from models.errors import ModelInputError
+from models.formatting import count_text, number_text, percent_text, sig
 from models.plan import CapacityPlan
 from models.settings import AnalysisSettings
 from models.whatif import WhatIfResult, whatif_sweep
@@ -276,8 +277,9 @@ def _sweep(plan: CapacityPlan | None) -> tuple[WhatIfResult | None, str]:
         result = whatif_sweep(plan.sizing)
     except ModelInputError as exc:
         return None, f"No what-if sweep: {exc}"
-    return result, (f"{result.model} at the design demand {_num(plan.demand_per_s)}/s and "
-                    f"mean work time {_num(plan.service_mean_s)} s; current workers "
+    return result, (f"{result.model} at the design demand {number_text(plan.demand_per_s, '/s')} "
+                    f"and mean work time {number_text(plan.service_mean_s, 's')}; current "
+                    "workers "
                     f"{plan.workers_now}.")
 
 
@@ -374,16 +376,19 @@ def build_report(
 
 
 def _num(value: Any) -> str:
-    """A short number for prose and tables; '—' when it does not exist."""
+    """A table cell by the one formatter (:mod:`models.formatting`): a count as it is, a
+    measurement to three significant digits; '—' when it does not exist."""
     if value is None or isinstance(value, bool):
         return "—" if value is None else ("yes" if value else "no")
     if isinstance(value, int):
-        return str(value)
+        return count_text(value)
     if isinstance(value, float):
-        if not math.isfinite(value):
-            return "—"
-        return f"{value:.4g}"
+        return sig(value) if math.isfinite(value) else "—"
     return str(value)
+
+
+def _pct(share: float | None) -> str:
+    return "—" if share is None else percent_text(share)
 
 
 def _utc(unix_s: float) -> str:
@@ -404,7 +409,7 @@ def _range_text(report: Report) -> str:
 
 
 def _slo_text(report: Report) -> str:
-    return f"p{report.slo_quantile * 100:g} queue wait ≤ {_num(report.slo_wait_s)} s"
+    return f"p{report.slo_quantile * 100:g} queue wait ≤ {number_text(report.slo_wait_s, 's')}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -545,7 +550,7 @@ def render_markdown(report: Report) -> str:
         r = q.row
         lines.append(_md_row([
             md_text(r.queue), md_text(r.severity), md_text(", ".join(r.verdicts)),
-            _num(r.workers), _num(r.recommended_workers), _num(r.utilization),
+            _num(r.workers), _num(r.recommended_workers), _pct(r.utilization),
             _num(r.arrival_rate_per_s), _num(r.capacity_per_s), md_text(r.queue_wait_p95_text),
         ]))
     for q in report.queues:
@@ -814,7 +819,9 @@ def render_html(report: Report, progress: Progress | None = None) -> str:
             f'<td><a href="#queue-{i}">{_e(r.queue)}</a></td><td>{_sev(r.severity)}</td>'
             f"<td>{_e(', '.join(r.verdicts))}</td>"
             + "".join(f'<td class="n">{_e(_num(v))}</td>' for v in (
-                r.workers, r.recommended_workers, r.busy_workers, r.utilization,
+                r.workers, r.recommended_workers, r.busy_workers))
+            + f'<td class="n">{_e(_pct(r.utilization))}</td>'
+            + "".join(f'<td class="n">{_e(_num(v))}</td>' for v in (
                 r.arrival_rate_per_s, r.capacity_per_s))
             + f'<td class="n">{_e(r.queue_wait_p95_text)}</td>'
             + f'<td class="n">{_e(_num(r.depth_current))}</td>'

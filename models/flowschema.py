@@ -27,6 +27,8 @@ import json
 import math
 import re
 
+from models.formatting import sig
+
 __all__ = ["DEFAULT_SERVER_SEATS", "flowschema_manifest", "flowschema_name", "seats_needed",
            "shares_for"]
 
@@ -79,7 +81,7 @@ def flowschema_manifest(controller: str, *, namespace: str | None = None,
     shares = shares_for(seats)
     ns = namespace or "<controller-namespace>"
     sa = service_account or "<controller-service-account>"
-    demand = (f"{api_request_s_per_s:.3g} requests in flight on average"
+    demand = (f"{sig(api_request_s_per_s)} requests in flight on average"
               if api_request_s_per_s is not None and math.isfinite(api_request_s_per_s)
               else "its requests in flight are not measured (rest_client_request_duration_"
                    "seconds)")

@@ -22,6 +22,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from models.formatting import sig
+
 __all__ = [
     "EXACT_RATIO",
     "QUANTILES",
@@ -209,7 +211,7 @@ def classify_quantile(lo: float, hi: float, *, q: float | None = None,
                                       f"×{EXACT_RATIO:g} wide", below)
     if lo <= 0:
         return QuantileClass("range", f"the first bucket: the quantile is at most {hi:g}", below)
-    return QuantileClass("range", f"the bucket ({lo:g}, {hi:g}] is ×{hi / lo:.3g} wide: "
+    return QuantileClass("range", f"the bucket ({lo:g}, {hi:g}] is ×{sig(hi / lo)} wide: "
                                   "where the quantile lies inside it is not known", below)
 
 

@@ -46,8 +46,9 @@ from collections import deque
 from dataclasses import dataclass
 
 from models.errors import ModelInputError
+from models.formatting import duration_text, instant_text
 from models.limits import KEY_TRACE_MAX_CELLS, KEY_TRACE_MAX_KEY_CHARS, KEY_TRACE_MAX_STEPS
-from models.ratelimit import RateLimiter, client_go_default_controller_limiter, format_seconds
+from models.ratelimit import RateLimiter, client_go_default_controller_limiter
 
 
 @dataclass(frozen=True)
@@ -156,20 +157,20 @@ class KeyQueue:
         if self.shutting_down:
             return f"queue is shutting down: add_after {key} ignored"
         if delay_s <= 0:
-            return f"delay {format_seconds(delay_s)} ≤ 0: added at once — " + self.add(key)
+            return f"delay {duration_text(delay_s)} ≤ 0: added at once — " + self.add(key)
         ready = self.now_s + delay_s
         if not math.isfinite(ready):
-            raise ModelInputError(f"add_after {key} {format_seconds(delay_s)}: the ready time "
+            raise ModelInputError(f"add_after {key} {duration_text(delay_s)}: the ready time "
                                   "is past the largest number the clock holds.")
         existing = self._waiting.get(key)
         if existing is not None and existing <= ready:
-            return (f"{key} already waiting until t={format_seconds(existing)}: "
+            return (f"{key} already waiting until t={instant_text(existing)}: "
                     "the earlier ready time is kept")
         self._waiting[key] = ready
         self._seq += 1
         heapq.heappush(self._heap, (ready, self._seq, key))
         verb = "moved earlier to" if existing is not None else "waits until"
-        return f"{key} {verb} t={format_seconds(ready)} (in {format_seconds(delay_s)})"
+        return f"{key} {verb} t={instant_text(ready)} (in {duration_text(delay_s)})"
 
     def advance(self, seconds: float) -> str:
         """Move the clock forward; delayed keys whose time has come go through ``add``."""
@@ -185,7 +186,7 @@ class KeyQueue:
                 continue  # superseded by an earlier ready time
             del self._waiting[key]
             notes.append(f"{key} ready → " + self.add(key))
-        head = f"t={format_seconds(self.now_s)}"
+        head = f"t={instant_text(self.now_s)}"
         return head + (": " + "; ".join(notes) if notes else ": nothing became ready")
 
     # --- rate_limiting_queue.go ---------------------------------------------------------------
@@ -194,7 +195,7 @@ class KeyQueue:
         delay = self.limiter.when(key, self.now_s)
         after = self.limiter.num_requeues(key)
         head = (f"failure #{after} for {key} (was {before}): "
-                f"rate limiter says {format_seconds(delay)}")
+                f"rate limiter says {duration_text(delay)}")
         return head + "; " + self.add_after(key, delay)
 
     def forget(self, key: str) -> str:

@@ -54,6 +54,7 @@ from models.change import CHANGE_MIN_POINTS, ChangeCheck, check_change, point_wi
 from models.contention import UslFit, usl_throughput
 from models.errors import ModelInputError
 from models.flowschema import flowschema_manifest
+from models.formatting import number_text
 from models.options import Option
 from models.settings import AnalysisSettings
 from models.verdicts.kinds import Kind
@@ -360,7 +361,7 @@ def _plan(r: PlanRequest, settings: AnalysisSettings,
     if ceiling is not None and raised is not None and raised > ceiling:
         # the rows' ceiling is what the queue completes now, over the verdict's estimate:
         # the card states one ceiling, the rows'
-        basis = (f"what the queue completes now, over the {ceiling:.3g}/s estimated "
+        basis = (f"what the queue completes now, over the {number_text(ceiling, '/s')} estimated "
                  f"({basis})")
         ceiling = raised
         if lead.kind == Kind.CONTENTION:
@@ -453,13 +454,19 @@ def _recommendation(verdicts: Sequence[Verdict], c: int | None, a: Assessment
     return c, "keep"
 
 
+RECOMMENDED = "the recommended one"
+"""A limit's option that names the plan's count says this; the plan writes the count in
+('raise the worker count to 6')."""
+
+
 def _options(binding: str, rule: str, rec: int | None, verdicts: Sequence[Verdict]
              ) -> tuple[Option, ...]:
     """What to do, best first: the binding limit's options — with the rule's own first when
     it changes the count the limit's options do not (fewer workers would do: the count goes
     down, it is not kept) — then what a verdict that names no limit asks for (polling instead
     of reacting, passes that hold a worker far longer than the rest)."""
-    out = list(limits()[binding].options)
+    out = [replace(o, action=o.action.replace(RECOMMENDED, str(rec))) if rec is not None
+           else o for o in limits()[binding].options]
     if rule == "fewer" and rec is not None:
         out = [Option(f"lower the worker count to {rec}",
                       "less headroom, still within the SLO and the utilization target at the "

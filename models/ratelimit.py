@@ -371,7 +371,11 @@ def failures_to_cap(base_s: float, cap_s: float) -> int:
 
 
 def format_seconds(seconds: float) -> str:
-    """Short human form: 0s, 5ms, 1.28s, 3600.035s."""
+    """A delay as the CLI's retry spec takes it back: 0s, 5ms, 1.28s, 3600.035s.
+
+    Not a human quantity but the spec's own text (``exp:5ms:1000s`` prints as
+    ``exponential 5ms → 1000s`` and parses back to the same policy), so it keeps the digits;
+    sentences write a delay with :func:`models.formatting.duration_text`."""
     if seconds == 0:
         return "0s"
     if abs(seconds) < 1.0:

@@ -46,6 +46,7 @@ from dashboard.figures import (
     key_membership_figure,
 )
 from models.errors import ModelInputError
+from models.formatting import instant_text
 from models.keyqueue import EXAMPLES, OPERATIONS, example, run_trace
 from models.limits import (
     KEY_TRACE_MAX_KEY_CHARS,
@@ -54,7 +55,6 @@ from models.limits import (
     KEY_TRACE_PAGE_MAX_CHARS,
     KEY_TRACE_PAGE_MAX_STORE_CHARS,
 )
-from models.ratelimit import format_seconds
 
 PATH = "/keys"
 SPEC_TRACE = "add A; add A; get; add A; done A; get; done A"
@@ -287,7 +287,7 @@ def membership(steps: list[dict[str, Any]], upto: int) -> tuple[list[str], list[
         for key, (status, also_delayed) in key_status(row).items():
             hover = f"step {row['index']} ({row['op']}): {key} {status}"
             if key in ready:
-                hover += f"; ready at t={format_seconds(ready[key])}"
+                hover += f"; ready at t={instant_text(ready[key])}"
             if fails.get(key):
                 hover += f"; {fails[key]} failure(s) remembered"
             points.append((int(row["index"]), key, status, also_delayed, hover))
@@ -347,7 +347,7 @@ def _boxes(row: dict[str, Any] | None, before: dict[str, Any] | None) -> html.Di
         if r is None:
             return []
         if name == "delayed":
-            return [f"{d[0]} @ t={format_seconds(float(d[1]))}" for d in r["delayed"]]
+            return [f"{d[0]} @ t={instant_text(float(d[1]))}" for d in r["delayed"]]
         if name == "failures":
             return [f"{f[0]} ×{int(f[1])}" for f in r["failures"]]
         return [str(k) for k in r[name]]
@@ -366,7 +366,7 @@ def _boxes(row: dict[str, Any] | None, before: dict[str, Any] | None) -> html.Di
                       className="ql-box-body")],
             className="ql-box",
         ))
-    clock = "t = " + format_seconds(float(row["time_s"])) if row is not None else "t = 0s"
+    clock = "t = " + instant_text(float(row["time_s"]) if row is not None else 0.0)
     if row is not None and row["shutting_down"]:
         clock += " · shutting down"
     return html.Div([html.Div(boxes, className="ql-boxes"),
@@ -381,7 +381,7 @@ def _history(steps: list[dict[str, Any]], position: int) -> html.Table:
                                           "delayed", "failures", "note")])
     rows = []
     for row in steps[:position]:
-        delayed = " ".join(f"{d[0]}@{format_seconds(float(d[1]))}" for d in row["delayed"])
+        delayed = " ".join(f"{d[0]}@{instant_text(float(d[1]))}" for d in row["delayed"])
         fails = " ".join(f"{f[0]}:{int(f[1])}" for f in row["failures"])
         rows.append(html.Tr(
             [html.Td(str(row["index"])), html.Td(str(row["op"])), html.Td(keys(row["queue"])),

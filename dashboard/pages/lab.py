@@ -39,8 +39,9 @@ import dash
 from dash import Input, Output, State, dcc, html
 
 from dashboard.context import AppContext, register_page
-from dashboard.figures import format_number, lab_figure
+from dashboard.figures import lab_figure
 from dashboard.forms import parse_number
+from dashboard.numbers import sig
 from models.errors import ModelInputError
 from models.fluid import fluid_backlog, fluid_line, fluid_summary
 from models.limits import FLUID_MAX_STEPS, FLUID_MAX_VALUE
@@ -78,15 +79,6 @@ LEAVES_OUT = (
 
 # --- pure state machine ----------------------------------------------------------------------
 
-def _fmt(value: float) -> str:
-    """:func:`dashboard.figures.format_number`, but 4 significant digits for numbers it would
-    write with more than 13 digits or round to 0 (1e300 → '1e+300', 1.2e-7 → '1.2e-07')."""
-    size = abs(value)
-    if math.isfinite(value) and (size >= 1e12 or 0 < size < 5e-4):
-        return f"{value:.4g}"
-    return format_number(value)
-
-
 def reset_state(arrival_rate: float, service_rate: float, initial_backlog: float) -> LabState:
     """t = 0 and backlog = q0 with the given inputs (validated by the fluid model)."""
     fluid_summary(initial_backlog, arrival_rate, service_rate)  # raises ModelInputError
@@ -107,7 +99,7 @@ def _number(value: object, name: str, high: float) -> float:
     # compared before any conversion (float() of a 400-digit JSON integer overflows); NaN and
     # ±inf fail the comparison
     if not 0 <= value <= high:
-        raise ModelInputError(f"its {name} is outside 0 … {high:.3g}")
+        raise ModelInputError(f"its {name} is outside 0 … {sig(high)}")
     return float(value)
 
 
@@ -231,18 +223,18 @@ def prediction_sentence(state: LabState, arrival_rate: float, service_rate: floa
     t0, q0 = segment_origin(state, arrival_rate, service_rate)
     summary = fluid_summary(q0, arrival_rate, service_rate)
     g = summary.growth_per_s
-    tvar = "t" if t0 == 0 else f"(t − {_fmt(t0)})"
+    tvar = "t" if t0 == 0 else f"(t − {sig(t0)})"
     if g > 0:
-        rate = "" if _fmt(g) == "1" else _fmt(g)
+        rate = "" if sig(g) == "1" else sig(g)
         term = f"{rate}{tvar}" if rate == "" or tvar == "t" else f"{rate}·{tvar}"
-        body = term if q0 == 0 else f"{_fmt(q0)} + {term}"
-        return f"backlog {body} (grows by {_fmt(g)} per time unit, never clears)"
+        body = term if q0 == 0 else f"{sig(q0)} + {term}"
+        return f"backlog {body} (grows by {sig(g)} per time unit, never clears)"
     if summary.clear_time_s is None:  # g == 0 with a positive backlog
-        return f"backlog stays at {_fmt(q0)} (λ = μ: it never clears)"
+        return f"backlog stays at {sig(q0)} (λ = μ: it never clears)"
     clear_at = t0 + summary.clear_time_s
     if not math.isfinite(clear_at):  # q0 / (μ − λ) overflows: μ − λ below about 1e-300
         return "clears, but only after more time units than a float can count (μ − λ ≈ 0)"
-    return f"clears at t = {_fmt(clear_at)}"
+    return f"clears at t = {sig(clear_at)}"
 
 
 def mm1_sentence(arrival_rate: float, service_rate: float) -> str:
@@ -255,8 +247,8 @@ def mm1_sentence(arrival_rate: float, service_rate: float) -> str:
             "without bound."
         )
     return (
-        f"M/M/1 mean residence 1/(μ − λ) = {_fmt(result.residence_mean_s)} time units "
-        f"(utilization ρ = {_fmt(result.utilization)}) — conditional on Poisson "
+        f"M/M/1 mean residence 1/(μ − λ) = {sig(result.residence_mean_s)} time units "
+        f"(utilization ρ = {sig(result.utilization)}) — conditional on Poisson "
         "arrivals and exponential service times; a separate estimate, not the fluid line."
     )
 
@@ -293,8 +285,8 @@ def lab_render(
     fig = lab_figure(ts, qs, pred_t, pred_q, clear_time=clear_at)
     return (
         fig,
-        _fmt(t_now),
-        _fmt(float(state["backlog"])),
+        sig(t_now),
+        sig(float(state["backlog"])),
         sentence,
         mm1_text,
     )
@@ -365,7 +357,7 @@ def layout(**_kwargs: object) -> html.Div:
                             ),
                             html.Div(
                                 ["backlog = ", html.Span(id="lab-backlog", className="ql-value",
-                                                         children=_fmt(DEFAULT_BACKLOG)),
+                                                         children=sig(DEFAULT_BACKLOG)),
                                  " items"],
                                 className="ql-readout",
                             ),

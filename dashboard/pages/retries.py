@@ -36,12 +36,12 @@ from dash import Input, Output, dcc, html
 from dashboard.context import AppContext, register_page
 from dashboard.figures import (
     backoff_penalty_figure,
-    format_number,
     healthy_wait_figure,
     retry_lag_figure,
     retry_rate_figure,
 )
 from dashboard.forms import parse_number
+from dashboard.numbers import number_text, sig
 from models.errors import ModelInputError
 from models.limits import RETRIES_PAGE_MAX_EVENTS, RETRIES_PAGE_MAX_STORM_STEPS
 from models.ratelimit import (
@@ -237,8 +237,8 @@ def retries_view(inputs: RetriesInputs, *, seed: int = 0) -> RetriesView:
     """Run the four variants through models.retry (the same calls as `queuelens retries`),
     within the budgets :data:`MAX_EVENTS` and :data:`MAX_STORM_STEPS` (module docstring)."""
     if inputs.horizon_s <= inputs.outage_s:
-        raise ModelInputError(f"The horizon ({format_number(inputs.horizon_s)} s) must be longer "
-                              f"than the outage ({format_number(inputs.outage_s)} s).")
+        raise ModelInputError(f"The horizon ({number_text(inputs.horizon_s, 's')}) must be longer "
+                              f"than the outage ({number_text(inputs.outage_s, 's')}).")
     policy = RetryPolicy(kind="exp", base_s=inputs.base_s, cap_s=inputs.cap_s,
                          jitter=inputs.jitter,  # type: ignore[arg-type]  # checked in parse
                          global_qps=inputs.qps, burst=inputs.burst)
@@ -306,17 +306,8 @@ def figures_of(view: RetriesView) -> tuple[Any, Any, Any, Any]:
     return rate, lag, penalty, healthy
 
 
-def short_number(value: float) -> str:
-    """Fewer decimals for bigger numbers: 9998.333 → '9,998', 1000.0 → '1,000', 32.241 →
-    '32.24', 0.0167 → '0.017'; NaN/Inf → '—'."""
-    size = abs(value)
-    if math.isfinite(value) and size >= 1000:
-        return f"{value:,.0f}"
-    return format_number(value, 1 if size >= 100 else 2 if size >= 1 else 3)
-
-
-def _s(value: float | None) -> str:
-    return "—" if value is None else f"{short_number(value)} s"
+def _dur(value: float | None) -> str:
+    return number_text(value, "s")
 
 
 def headlines(view: RetriesView) -> list[tuple[str, str, str]]:
@@ -324,27 +315,27 @@ def headlines(view: RetriesView) -> list[tuple[str, str, str]]:
     v = view.mine
     storm, healthy = v.storm, v.healthy
     limit = view.inputs.dependency_limit_per_s
-    peak = short_number(storm.peak_rate_per_s) + " req/s"
-    peak_label = f"peak retry rate on the dependency (per {format_number(storm.bin_s)} s bin)"
+    peak = sig(storm.peak_rate_per_s) + " req/s"
+    peak_label = f"peak retry rate on the dependency (per {number_text(storm.bin_s, 's')} bin)"
     if limit is not None:
-        peak_label += f"; {short_number(storm.peak_rate_per_s / limit)}× its limit"
+        peak_label += f"; {sig(storm.peak_rate_per_s / limit)}× its limit"
     over = seconds_over_limit(storm, limit)
     base = storm.penalty_with_forget_s
     return [
         ("peak", peak, peak_label),
-        ("over", _s(over), "time the retries exceed the dependency limit"
+        ("over", _dur(over), "time the retries exceed the dependency limit"
          if limit is not None else "no dependency limit given"),
         ("retries", f"{storm.failed_attempts:,}",
-         f"retries sent by {view.inputs.keys:,} keys within {format_number(storm.horizon_s)} s"),
-        ("lag", f"{_s(storm.recovery_lag_p50_s)} / {_s(storm.recovery_lag_max_s)}",
+         f"retries sent by {view.inputs.keys:,} keys within {number_text(storm.horizon_s, 's')}"),
+        ("lag", f"{_dur(storm.recovery_lag_p50_s)} / {_dur(storm.recovery_lag_max_s)}",
          "from recovery to the next attempt: median key / last key"),
-        ("penalty", _s(storm.penalty_without_forget_s),
+        ("penalty", _dur(storm.penalty_without_forget_s),
          "next unrelated failure's delay without Forget "
-         f"({format_number(storm.failures_per_key_median)} failures remembered, kept until "
-         f"Forget); with Forget: {_s(base)}"),
-        ("healthy", f"{_s(healthy.healthy_wait_mean_s)} (p99 {_s(healthy.healthy_wait_p99_s)})",
+         f"({sig(storm.failures_per_key_median)} failures remembered, kept until "
+         f"Forget); with Forget: {_dur(base)}"),
+        ("healthy", f"{_dur(healthy.healthy_wait_mean_s)} (p99 {_dur(healthy.healthy_wait_p99_s)})",
          f"healthy keys' mean queue wait during the outage; without the storm "
-         f"{_s(healthy.baseline_wait_mean_s)}"),
+         f"{_dur(healthy.baseline_wait_mean_s)}"),
     ]
 
 
@@ -353,12 +344,12 @@ def comparison_sentence(view: RetriesView) -> str:
     plain, jit, bucket = view.variants[0].storm, view.variants[1].storm, view.variants[2].storm
     jname = view.variants[1].name.split(",")[0]
     return (
-        f"Peak retry rate: {short_number(plain.peak_rate_per_s)} req/s with neither; "
-        f"{jname}: {short_number(jit.peak_rate_per_s)} req/s; global bucket "
-        f"({format_number(view.inputs.qps)} qps, burst {view.inputs.burst}): "
-        f"{short_number(bucket.peak_rate_per_s)} req/s. Last key retried "
-        f"{_s(plain.recovery_lag_max_s)} / {_s(jit.recovery_lag_max_s)} / "
-        f"{_s(bucket.recovery_lag_max_s)} after recovery."
+        f"Peak retry rate: {sig(plain.peak_rate_per_s)} req/s with neither; "
+        f"{jname}: {sig(jit.peak_rate_per_s)} req/s; global bucket "
+        f"({sig(view.inputs.qps)} qps, burst {view.inputs.burst}): "
+        f"{sig(bucket.peak_rate_per_s)} req/s. Last key retried "
+        f"{_dur(plain.recovery_lag_max_s)} / {_dur(jit.recovery_lag_max_s)} / "
+        f"{_dur(bucket.recovery_lag_max_s)} after recovery."
     )
 
 

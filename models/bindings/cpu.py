@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from models.bindings.registry import BindingLimit, Option, register
+from models.formatting import number_text, percent_text, sig
 
 __all__ = [
     "CPU_BUSY_SHARE_MIN",
@@ -104,20 +105,20 @@ def cpu_finding(cores_used: float | None, gomaxprocs: float | None,
                                  or (stretching and busy >= CPU_BUSY_SHARE_SHARED))
     choked = throttled is not None and throttled >= CPU_THROTTLED_SHARE_MIN
     if full and busy is not None:
-        why = (f"the process uses {cores_used:.3g} of its {avail:g} cores "
-               f"({100 * busy:.0f} %)")
+        why = (f"the process uses {sig(cores_used)} of its {avail:g} cores "
+               f"({percent_text(busy)})")
     elif choked and throttled is not None:
-        why = (f"the kernel throttles the container in {100 * throttled:.0f} % of its CFS "
+        why = (f"the kernel throttles the container in {percent_text(throttled)} of its CFS "
                "periods (its CPU limit)")
     elif busy is not None:
-        why = (f"the process uses {100 * busy:.0f} % of its {avail:g} cores: the CPU does "
+        why = (f"the process uses {percent_text(busy)} of its {avail:g} cores: the CPU does "
                "not bind")
     else:
         why = "the cores available are not known (no GOMAXPROCS or CPU limit series)"
     if (full or choked) and per_pass is not None:
-        why += f"; each pass costs {per_pass * 1e3:.3g} ms of CPU"
+        why += f"; each pass costs {number_text(per_pass, 's')} of CPU"
     if (full or choked) and sched_latency_mean_s is not None:
-        why += (f" and a runnable goroutine waits {sched_latency_mean_s * 1e3:.3g} ms on "
+        why += (f" and a runnable goroutine waits {number_text(sched_latency_mean_s, 's')} on "
                 "average for a core")
     if choked and not full:
         # held at the quota under a mean below it: the cores ÷ CPU a pass would promise what

@@ -30,6 +30,7 @@ from models.advisor import QueueHistory
 from models.bindings import CEILING_LIMITS
 from models.bindings.ceiling import fit_at_edge, fit_ceiling
 from models.contention import UslFit
+from models.formatting import number_text
 from models.whatif import WhatIfInputs, whatif_tables
 
 __all__ = ["LimitSizing", "free_pass_time", "limit_prediction", "limit_sizing"]
@@ -41,8 +42,8 @@ FITTED_BASIS = ("fitted: the demand of one shared resource (mean-value analysis 
 
 FITTED_EDGE_BASIS = (
     "fitted, as a lower bound: the pass times are explained best by a ceiling at the highest "
-    "throughput the range reached ({x:.3g}/s), so the range shows the ceiling is at least "
-    "that, not where it is")
+    "throughput the range reached ({x}), so the range shows the ceiling is at least that, "
+    "not where it is")
 """The basis of a fitted ceiling at the edge of the search (:func:`models.bindings.ceiling.
 fit_at_edge`)."""
 
@@ -119,17 +120,20 @@ def limit_sizing(binding: str, sizing: WhatIfInputs, contention: Mapping[str, An
                          ceiling_cv2=CEILING_LIMITS[binding], sigma=None, kappa=None,
                          keys=None)
         part = ("" if share == ceiling else
-                f" (this queue's part of the process's {ceiling:.3g}/s)" if share < ceiling
-                else f" (the {ceiling:.3g}/s measured, raised to what the queue does now)")
+                f" (this queue's part of the process's {number_text(ceiling, '/s')})"
+                if share < ceiling
+                else f" (the {number_text(ceiling, '/s')} measured, raised to what the queue "
+                     "does now)")
         if sizing.keys is not None:
             part += "; the key count is not modelled behind a ceiling"
         return LimitSizing(
             inputs, share, free,
-            f"the rows obey the ceiling of {share:.3g}/s{part}: throughput never above it, "
-            f"the pass time ({free:.3g} s without waiting) stretched by the wait for the "
+            f"the rows obey the ceiling of {number_text(share, '/s')}{part}: throughput never "
+            f"above it, the pass time ({number_text(free, 's')} without waiting) stretched by "
+            "the wait for the "
             "shared resource as the workers queue on it",
-            (FITTED_EDGE_BASIS.format(x=ceiling) if edge else FITTED_BASIS) if fitted
-            else None)
+            (FITTED_EDGE_BASIS.format(x=number_text(ceiling, "/s")) if edge else FITTED_BASIS)
+            if fitted else None)
     if binding in CEILING_LIMITS:
         return LimitSizing(sizing, None, None, NO_CEILING_BASIS)
     if binding == "coherency" and fit is not None and fit.gamma > 0:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from models.fluid import fluid_summary
+from models.formatting import number_text, percent_text, sig
 from models.verdicts.context import Ctx, core_inputs, demand_cv
 from models.verdicts.sizing import observed_wait_vs_slo, row_evidence, size_at
 from models.verdicts.verdict import Kind, Verdict, fmt_s, make_verdict, margin_conf, num
@@ -71,8 +72,9 @@ def backlog_growing(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     limit = (f", reaching the key count ({ctx.keys}) in {fmt_s(t_keys)}"
              if t_keys is not None else "")
     summary = (
-        f"Arrivals ({lam:.3g}/s) exceed capacity ({capacity:.3g}/s with {c} workers): "
-        f"the backlog grows by {growth:.3g} keys/s; "
+        f"Arrivals ({number_text(lam, '/s')}) exceed capacity "
+        f"({number_text(capacity, '/s')} with {c} workers): "
+        f"the backlog grows by {sig(growth)} keys/s; "
         + (f"waits pass the {fmt_s(ctx.slo_s)} SLO within {fmt_s(t_slo)}" if t_slo > 0 else
            f"waits are already above the {fmt_s(ctx.slo_s)} SLO")
         + f"{limit}."
@@ -113,10 +115,10 @@ def add_workers(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     exp_wait = target.wait_mean_s if target else None
     exp_p95 = target.wait_p95_s if target else None
     why = ("the model misses the SLO at the current count" if model_miss else
-           f"utilization {100 * rho_d:.0f} % leaves no headroom")
+           f"utilization {percent_text(rho_d)} leaves no headroom")
     summary = (
-        f"Add workers: {c} → {rec_c}. Demand {lam_d:.3g}/s × {fmt_s(svc)} per pass "
-        f"keeps {lam_d * svc:.2g} workers busy ({why}); at {rec_c} workers the expected "
+        f"Add workers: {c} → {rec_c}. Demand {number_text(lam_d, '/s')} × {fmt_s(svc)} per pass "
+        f"keeps {sig(lam_d * svc)} workers busy ({why}); at {rec_c} workers the expected "
         f"wait is {fmt_s(exp_wait)} (p95 {fmt_s(exp_p95)}, SLO {fmt_s(ctx.slo_s)})."
     )
     return make_verdict(
@@ -161,8 +163,8 @@ def over_provisioned(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         return None
     target = res.row(rec)
     summary = (
-        f"Over-provisioned: {c} workers for {lam_d * svc:.2g} busy at the design demand "
-        f"({100 * rho_d:.0f} %); {rec} workers still meet the {fmt_s(ctx.slo_s)} SLO "
+        f"Over-provisioned: {c} workers for {sig(lam_d * svc)} busy at the design demand "
+        f"({percent_text(rho_d)}); {rec} workers still meet the {fmt_s(ctx.slo_s)} SLO "
         f"(expected wait {fmt_s(target.wait_mean_s if target else None)}, "
         f"p95 {fmt_s(target.wait_p95_s if target else None)})."
     )

@@ -19,6 +19,7 @@ import numpy as np
 from models.bindings.registry import contention_limit, get, limits
 from models.contention import fit_usl_many, usl_slowdown
 from models.errors import ModelInputError
+from models.formatting import number_text, percent_text, sig
 from models.verdicts.contention_reasons import (
     apf_reason,
     cpu_reason,
@@ -71,9 +72,9 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
                             usl_efficiency_at_c=eff, usl_points=fit.points)
             if fit.r2 >= th.usl_r2_min and eff < th.usl_efficiency_max:
                 reasons["usl"] = (
-                    f"throughput does not scale with busy workers (USL σ={fit.sigma:.3g}, "
-                    f"κ={fit.kappa:.3g}, {100 * eff:.0f} % efficiency at c={c_eval:g}"
-                    + (f", peak at N*≈{fit.peak_workers:.1f})" if fit.peak_workers else ")"))
+                    f"throughput does not scale with busy workers (USL σ={sig(fit.sigma)}, "
+                    f"κ={sig(fit.kappa)}, {percent_text(eff)} efficiency at c={c_eval:g}"
+                    + (f", peak at N*≈{sig(fit.peak_workers)})" if fit.peak_workers else ")"))
                 strength = max(strength, th.usl_efficiency_max / max(eff, 1e-9))
                 if fit.peak_throughput is not None and fit.peak_workers_int is not None:
                     ceiling, basis = fit.peak_throughput, "USL peak throughput X(N*)"
@@ -90,14 +91,16 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
                         throughput_quiet_per_s=x_lo, throughput_busy_per_s=x_hi)
         if elasticity >= th.rise_elasticity_min and t_stat >= th.rise_t_min:
             reasons["duration_rise"] = (
-                f"each pass takes longer as more complete: {fmt_s(s_hi)} at {x_hi:.3g}/s vs "
-                f"{fmt_s(s_lo)} at {x_lo:.3g}/s at the same instants (elasticity "
-                f"{elasticity:.2g}, t={t_stat:.1f}) — something shared fills up with load")
+                f"each pass takes longer as more complete: {fmt_s(s_hi)} at "
+                f"{number_text(x_hi, '/s')} vs "
+                f"{fmt_s(s_lo)} at {number_text(x_lo, '/s')} at the same instants (elasticity "
+                f"{sig(elasticity)}, t={sig(t_stat)}) — something shared fills up with load")
             strength = max(strength, elasticity / th.rise_elasticity_min)
         elif x_hi / x_lo < 1.2:
             ctx.notes["contention/duration"] = (
-                f"the throughput only varied {x_lo:.3g}…{x_hi:.3g}/s over the range: a shared "
-                "resource (lock, API limit) could not be told from independent passes")
+                f"the throughput only varied {sig(x_lo)}…{number_text(x_hi, '/s')} over the "
+                "range: a shared resource (lock, API limit) could not be told from independent "
+                "passes")
 
     # (c) The worker count rose under load and the throughput did not follow.
     step = step_reason(ctx, evidence)
@@ -121,7 +124,7 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
                         api_request_s_per_s=num(s.api_request_s_per_s))
         if s429 >= th.share_429_min:
             reasons["api_429"] = (
-                f"{100 * s429:.1f} % of the process's API calls are throttled (429)")
+                f"{percent_text(s429)} of the process's API calls are throttled (429)")
             strength = max(strength, s429 / th.share_429_min)
         if s409 >= th.share_409_min:
             p = paired(ctx.h, "busy_workers", "api_409_per_s", "api_calls_per_s")
@@ -131,7 +134,7 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
                 r409 = correlation(p[1][good], p[2][good] / p[3][good])
             evidence["conflict_busy_corr"] = r409
             if r409 is not None and r409 >= th.corr_409_min:
-                reasons["api_409"] = (f"{100 * s409:.1f} % of API calls conflict (409), rising "
+                reasons["api_409"] = (f"{percent_text(s409)} of API calls conflict (409), rising "
                                       "with concurrency")
                 strength = max(strength, s409 / th.share_409_min)
     else:
@@ -142,8 +145,9 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         lim = thr / busy  # the process's limiter seconds per busy-worker second
         evidence["limiter_share_of_busy_time"] = lim
         if lim >= th.limiter_share_min:
-            reasons["limiter"] = (f"the process waits {thr:.3g} s per second in the client-side "
-                                  f"rate limiter ({100 * lim:.0f} % of its busy-worker time)")
+            reasons["limiter"] = (f"the process waits {number_text(thr, 's')} per second in "
+                                  "the client-side "
+                                  f"rate limiter ({percent_text(lim)} of its busy-worker time)")
             strength = max(strength, lim / th.limiter_share_min)
     throttled_calls = None
     hist = limiter_history(ctx, proc)
@@ -153,7 +157,7 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         if share_top >= th.limiter_share_min and "limiter" not in reasons:
             reasons["limiter"] = (
                 f"at the 90th percentile of the range the process waited "
-                f"{100 * share_top:.0f} % of its busy-worker time in the client-side rate "
+                f"{percent_text(share_top)} of its busy-worker time in the client-side rate "
                 "limiter")
             strength = max(strength, share_top / th.limiter_share_min)
 
@@ -187,7 +191,7 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         # whose worker count is in question. Its busier siblings carry the verdict.
         ctx.notes["contention"] = (
             f"the process is throttled ({'; '.join(reasons.values())}), but this queue is only "
-            f"{100 * busy_q / c_q:.0f} % busy")
+            f"{percent_text(busy_q / c_q)} busy")
         return None
     # The API ceiling: QPS ÷ API calls per reconcile, shared by the process's controllers.
     px = proc.throughput_per_s
@@ -226,7 +230,7 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     summary = (
         f"Adding workers will not help: {get(binding).words} binds. "
         + said[:1].upper() + said[1:] + "."
-        + (f" Ceiling ≈ {ceiling:.3g} reconciles/s ({basis})." if ceiling is not None else "")
+        + (f" Ceiling ≈ {sig(ceiling)} reconciles/s ({basis})." if ceiling is not None else "")
     )
     return make_verdict(
         Kind.CONTENTION, "warning", summary, evidence,
@@ -244,5 +248,5 @@ def headline(evidence: Mapping[str, Any], recommendation: Mapping[str, Any]) -> 
     ceiling = recommendation.get("ceiling_reconciles_per_s")
     words = limit.headline if limit is not None and limit.headline else "something shared binds"
     return (f"More workers will not help: {words}"
-            + (f" (ceiling ≈ {ceiling:.3g} reconciles/s)" if isinstance(ceiling, float)
+            + (f" (ceiling ≈ {sig(ceiling)} reconciles/s)" if isinstance(ceiling, float)
                else ""))

@@ -12,6 +12,7 @@ import numpy as np
 
 from models.bindings.cpu import CPU_BUSY_SHARE_MIN, cpu_finding
 from models.bindings.steps import step_ceiling
+from models.formatting import number_text, percent_text, sig
 from models.verdicts.context import Ctx, correlation, error_rate, steady_points
 from models.verdicts.inputs import FloatArray, ProcessTotals
 from models.verdicts.verdict import fmt_s, num
@@ -32,11 +33,11 @@ def usl_refusal(ctx: Ctx) -> str | None:
     th, s = ctx.th, ctx.s
     errors, recs = error_rate(s), num(s.throughput_per_s)
     if errors is not None and recs and errors / recs >= th.usl_failure_share_max:
-        return (f"{100 * errors / recs:.0f} % of passes fail: throughput against busy workers "
+        return (f"{percent_text(errors / recs)} of passes fail: throughput against busy workers "
                 "measures the retry policy, not scaling")
     retries, adds = num(s.retries_per_s), num(s.arrival_rate_per_s)
     if retries is not None and adds and retries / adds >= th.usl_failure_share_max:
-        return (f"{100 * retries / adds:.0f} % of adds are delayed re-adds: throughput against "
+        return (f"{percent_text(retries / adds)} of adds are delayed re-adds: throughput against "
                 "busy workers measures the requeue policy, not scaling")
     return None
 
@@ -70,7 +71,7 @@ def usl_points_now(ctx: Ctx) -> tuple[FloatArray, FloatArray] | str | None:
                 + (f"; {left_out} points were left out for failures or re-adds ≥ "
                    f"{100 * ctx.th.usl_failure_share_max:g} %" if left_out else ""))
     if n.max() / n.min() < ctx.th.inflation_span_min:
-        return (f"busy workers only spanned {n.min():.2g}…{n.max():.2g} over the range: the "
+        return (f"busy workers only spanned {sig(n.min())}…{sig(n.max())} over the range: the "
                 "load did not vary enough to trace a scaling curve")
     return n, x
 
@@ -98,8 +99,9 @@ def step_reason(ctx: Ctx, evidence: dict[str, Any]) -> tuple[str, float, float] 
     if found.efficiency >= th.step_scaling_max:
         return None
     return (f"the worker count rose from {found.workers_low} to {found.workers_high} with every "
-            f"worker busy and the throughput only went from {found.throughput_low_per_s:.3g} "
-            f"to {found.throughput_high_per_s:.3g}/s ({100 * max(found.efficiency, 0.0):.0f} % "
+            f"worker busy and the throughput only went from {sig(found.throughput_low_per_s)} "
+            f"to {number_text(found.throughput_high_per_s, '/s')} "
+            f"({percent_text(max(found.efficiency, 0.0))} "
             "of what independent workers add) — a shared limit sets the pace",
             th.step_scaling_max / max(found.efficiency, 0.05), found.throughput_high_per_s)
 
@@ -135,9 +137,9 @@ def apf_reason(ctx: Ctx, calls_per_pass: float | None, evidence: dict[str, Any]
     if not saturated or share is None or queued is None or share < th.apf_wait_share_min:
         if not saturated and util is not None:
             ctx.notes["contention/apf"] = (
-                f"the API server's level {level!r} was {100 * util:.3g} % busy (under "
-                f"{100 * th.apf_seat_util_min:.0f} %) and rejected nothing: not saturated"
-                + (f"; passes spent {100 * share:.0f} % of their time queued in it"
+                f"the API server's level {level!r} was {percent_text(util)} busy (under "
+                f"{percent_text(th.apf_seat_util_min)}) and rejected nothing: not saturated"
+                + (f"; passes spent {percent_text(share)} of their time queued in it"
                    if share is not None else ""))
         elif saturated:
             ctx.notes["contention/apf"] = (
@@ -146,12 +148,12 @@ def apf_reason(ctx: Ctx, calls_per_pass: float | None, evidence: dict[str, Any]
                 f"the API server's level {level!r} is saturated; this queue's API calls per "
                 "pass are not known")
         return None
-    rej = f", rejecting {rejected:.3g} requests/s" if rejected else ""
+    rej = f", rejecting {sig(rejected)} requests/s" if rejected else ""
     return (f"the API server's priority level {level!r} is saturated ("
-            + (f"{100 * util:.0f} % of its {limit:g} seats in use" if util is not None
+            + (f"{percent_text(util)} of its {limit:g} seats in use" if util is not None
                and limit is not None else "its seats are all taken")
             + f"{rej}); each pass waits {fmt_s(queued)} in its queue "
-            f"({100 * share:.0f} % of the pass) — more workers send more requests into the same "
+            f"({percent_text(share)} of the pass) — more workers send more requests into the same "
             "queue", share / th.apf_wait_share_min)
 
 
@@ -190,12 +192,12 @@ def webhook_reason(ctx: Ctx, proc: ProcessTotals, evidence: dict[str, Any], shar
             return None
     if not shared:
         ctx.notes["contention/webhook"] = (
-            f"{100 * share:.0f} % of each pass waits on the admission webhook {name!r} "
+            f"{percent_text(share)} of each pass waits on the admission webhook {name!r} "
             f"({fmt_s(mean)} per write); its latency did not rise with load, so more workers "
             "still help, and a faster webhook shortens every pass")
         return None
-    return (f"{100 * share:.0f} % of each pass waits on the admission webhook {name!r} "
-            f"({fmt_s(mean)} per write, {per_pass:.2g} writes per pass) and the passes get "
+    return (f"{percent_text(share)} of each pass waits on the admission webhook {name!r} "
+            f"({fmt_s(mean)} per write, {sig(per_pass)} writes per pass) and the passes get "
             "longer with load: the webhook fills up", share / th.webhook_share_min)
 
 

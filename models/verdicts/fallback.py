@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from models.formatting import percent_text
 from models.verdicts.context import Ctx
 from models.verdicts.inputs import CORE_FIELDS
 from models.verdicts.sizing import observed_wait_vs_slo, wait_p95_text
@@ -58,7 +59,7 @@ def healthy(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     else:
         summary = (
             "Healthy: "
-            + (f"utilization {100 * rho:.0f} %" if rho is not None else "utilization n/a")
+            + (f"utilization {percent_text(rho)}" if rho is not None else "utilization n/a")
             + (f", wait p95 {wait_p95_text(s, wait)} within the {fmt_s(ctx.slo_s)} SLO"
                if observed_wait_vs_slo(s, ctx.slo_s) == "within" else "")
             + "; no contention, retry, hot-key or stuck-worker signs."

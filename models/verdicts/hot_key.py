@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from models.formatting import number_text, percent_text, sig
 from models.verdicts.context import Ctx, paired
 from models.verdicts.sizing import mmc_wait
 from models.verdicts.verdict import Kind, Verdict, fmt_s, make_verdict, margin_conf, num
@@ -74,12 +75,13 @@ def hot_key(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         conflicts = (num((s.api_calls_by_class_per_s or {}).get("409")) or 0.0) / calls
     summary = (
         (f"Keys wait while workers are free: depth × [a worker idle], paired at each instant "
-         f"and averaged, is {depth:.2g} (utilization {100 * rho:.0f} %). client-go hands a "
+         f"and averaged, is {number_text(depth)} (utilization {percent_text(rho)}). client-go "
+         "hands a "
          "queued key to a free worker at once, so with a worker free only a key dirty behind "
          "its own pass can wait. One key is being processed serially; more workers cannot "
          "help." if dwi is not None else "")
-        or f"Items wait with {idle:.1f} of {c} workers idle (utilization {100 * rho:.0f} %): "
-        + (f"mean depth {depth:.2g} vs {lq_pred:.2g} predicted" if depth is not None else "")
+        or f"Items wait with {sig(idle)} of {c} workers idle (utilization {percent_text(rho)}): "
+        + (f"mean depth {sig(depth)} vs {sig(lq_pred)} predicted" if depth is not None else "")
         + (", " if depth is not None and wait is not None else "")
         + (f"mean wait {fmt_s(wait)} vs {fmt_s(wq_pred)} predicted" if wait is not None else "")
         + " by M/M/c. One key is being processed serially; more workers cannot help."

@@ -13,7 +13,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-__all__ = ["SEVERITIES", "Kind", "Severity"]
+__all__ = ["KIND_WORDS", "SEVERITIES", "Kind", "Severity"]
 
 
 class Kind(StrEnum):
@@ -33,6 +33,23 @@ class Kind(StrEnum):
     INSUFFICIENT_DATA = "insufficient_data"
     HEALTHY = "healthy"
 
+
+KIND_WORDS: dict[str, str] = {
+    Kind.STUCK_WORKERS: "stuck workers",
+    Kind.RETRY_STORM: "retry storm",
+    Kind.BACKLOG_GROWING: "backlog growing",
+    Kind.CONTENTION: "contention",
+    Kind.ADD_WORKERS: "more workers",
+    Kind.HOT_KEY: "hot key",
+    Kind.PRIORITY_STARVATION: "priority starvation",
+    Kind.REQUEUE_MISUSE: "requeue misuse",
+    Kind.LONG_PASSES: "long passes",
+    Kind.OVER_PROVISIONED: "fewer workers",
+    Kind.INSUFFICIENT_DATA: "too little data",
+    Kind.HEALTHY: "healthy",
+}
+"""Each kind in the words a grid cell shows ('more workers', not ``add_workers``); the
+identifier stays in JSON, CSV and the alert rules."""
 
 Severity = Literal["critical", "warning", "info", "ok"]
 

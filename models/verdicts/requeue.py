@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from models.bindings.polling import OVERRUN_SHARE_MIN, poll_overrun
+from models.formatting import percent_text
 from models.verdicts.context import Ctx, error_rate
 from models.verdicts.sizing import row_evidence, size_at
 from models.verdicts.verdict import (
@@ -51,22 +52,22 @@ def requeue_misuse(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     patterns: list[str] = []
     if ra_share is not None and ra_share >= th.planned_requeue_share:
         patterns.append(
-            f"RequeueAfter on {100 * ra_share:.0f} % of passes: the controller polls on a timer "
+            f"RequeueAfter on {percent_text(ra_share)} of passes: the controller polls on a timer "
             "instead of reacting to watch events (watch the dependency, or lengthen the interval)")
     if rq_share is not None and rq_share >= th.requeue_share:
         patterns.append(
-            f"Requeue without an error on {100 * rq_share:.0f} % of passes: it goes through the "
+            f"Requeue without an error on {percent_text(rq_share)} of passes: it goes through the "
             "per-key rate limiter (5 ms doubling, reset by Forget) — a tight requeue loop; use "
             "RequeueAfter with a deliberate delay, or return an error if it is a failure")
     if not patterns and quiet and planned >= th.planned_requeue_share:
         patterns.append(
-            f"{100 * planned:.0f} % of adds are rate-limited re-adds without an error "
+            f"{percent_text(planned)} of adds are rate-limited re-adds without an error "
             "(AddRateLimited used for planned requeues): use AddAfter for a deliberate delay")
     if not patterns or not quiet:
         return None
     strength = max(planned / th.planned_requeue_share,
                    (rq_share or 0.0) / th.requeue_share if th.requeue_share else 0.0)
-    summary = (f"Retries without errors: {100 * planned:.0f} % of adds are the controller's own "
+    summary = (f"Retries without errors: {percent_text(planned)} of adds are the controller's own "
                f"requeues. Likely pattern: {patterns[0]}.")
     evidence: dict[str, Any] = {
         "retries_per_s": retries, "errors_per_s": errors, "arrival_rate_per_s": adds,

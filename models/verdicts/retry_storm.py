@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from models.bindings.failures import CAUSES, failure_cause
+from models.formatting import number_text, percent_text
 from models.verdicts.context import Ctx, error_rate, paired, results_total
 from models.verdicts.verdict import Kind, Severity, Verdict, make_verdict, margin_conf, num
 
@@ -48,7 +49,7 @@ def retry_storm(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         conf += 0.05
     severity: Severity = ("critical" if share >= 0.8 or (persist or 0) >= th.persist_fraction
                           else "warning")
-    lasting = (f"; it has lasted over {100 * persist:.0f} % of the range"
+    lasting = (f"; it has lasted over {percent_text(persist)} of the range"
                if persist is not None and persist >= th.persist_fraction else "")
     proc_x = ctx.process_totals().throughput_per_s
     found_cause = failure_cause(
@@ -57,11 +58,11 @@ def retry_storm(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         recs / proc_x if proc_x else 1.0)
     cause = found_cause.cause
     summary = (
-        f"{100 * share:.0f} % of reconciles fail ({errors:.3g}/s){lasting}"
-        + (f", and retries make up {100 * retry_share:.0f} % of adds"
+        f"{percent_text(share)} of reconciles fail ({number_text(errors, '/s')}){lasting}"
+        + (f", and retries make up {percent_text(retry_share)} of adds"
            if retry_share is not None else "")
         + f". The cause: {cause.words}"
-        + (f" — {100 * found_cause.explained_share:.0f} % of the failing passes"
+        + (f" — {percent_text(found_cause.explained_share)} of the failing passes"
            if found_cause.explained_share is not None else "")
         + f". Fix: {cause.fix}; more workers would only retry faster against it."
     )
@@ -92,5 +93,5 @@ def headline(evidence: Mapping[str, Any], recommendation: Mapping[str, Any]) -> 
     words = CAUSES[cause].words if isinstance(cause, str) and cause in CAUSES \
         and cause != "reconciler" else None
     return ("Fix the failures, not the worker count"
-            + (f": {100 * share:.0f} % of passes fail" if isinstance(share, float) else "")
+            + (f": {percent_text(share)} of passes fail" if isinstance(share, float) else "")
             + (f", from {words}" if words else ""))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from models.formatting import percent_text, sig
 from models.verdicts.context import Ctx
 from models.verdicts.verdict import Kind, Verdict, make_verdict, margin_conf, num
 
@@ -40,8 +41,8 @@ def priority_starvation(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | No
         return None
     now = dict(s.depth_by_priority or {})
     summary = (f"Items of priority {low_text} waited the whole window (at least "
-               f"{low_min:.3g} queued throughout) while the workers were "
-               f"{100 * busy / ctx.c:.0f} % busy with higher priorities: the priority queue "
+               f"{sig(low_min)} queued throughout) while the workers were "
+               f"{percent_text(busy / ctx.c)} busy with higher priorities: the priority queue "
                "serves them only when nothing of higher priority is waiting. The wait "
                "figures blend every priority (only the depth carries one).")
     return make_verdict(

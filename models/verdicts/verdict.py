@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from models.formatting import duration_text
 from models.verdicts.kinds import SEVERITIES, Kind, Severity
 
 __all__ = [
@@ -89,20 +90,11 @@ def margin_conf(ratio: float, base: float = 0.55) -> float:
 
 
 def fmt_s(seconds: float | None) -> str:
-    """A duration in the verdicts' words: µs, ms, s (3 significant digits), min, h."""
+    """A duration in the verdicts' words — the one formatter's
+    (:func:`models.formatting.duration_text`: µs, ms, s, min, h) — or 'n/a'."""
     if seconds is None or not math.isfinite(seconds):
         return "n/a"
-    if seconds == 0:
-        return "0 s"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.0f} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:.0f} ms"
-    if seconds < 120:
-        return f"{seconds:.3g} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.3g} min"
-    return f"{seconds / 3600:.3g} h"
+    return duration_text(seconds)
 
 
 def num(value: float | None) -> float | None:

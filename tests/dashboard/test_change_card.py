@@ -78,5 +78,5 @@ def test_the_panel_says_what_a_too_short_after_cannot_tell_yet() -> None:
     assert (change.status, change.points_after) == ("after_too_short", 3)
     texts = component_texts(card._change_panel(change))
     assert ("Too early to check: only 3 steady points after the change (6 needed), so the "
-            "steady throughput and wait at 4 workers cannot be told yet — about 180 s more."
+            "steady throughput and wait at 4 workers cannot be told yet — about 3 min more."
             ) in texts

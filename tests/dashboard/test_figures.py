@@ -53,23 +53,6 @@ def test_plotly_text_escapes_markup() -> None:
     assert escaped.startswith("&lt;b&gt;x&lt;/b&gt;")
 
 
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [(4.0, "4"), (1.5, "1.5"), (1 / 3, "0.333"), (-2.0, "-2"), (0.0004, "0"), (-0.0, "0"),
-     (10_000_000.0, "10000000"), (math.nan, "—"), (math.inf, "—")],
-)
-def test_format_number(value: float, text: str) -> None:
-    assert figures.format_number(value) == text
-
-
-@pytest.mark.parametrize(
-    ("value", "digits", "text"), [(1000.0, 0, "1000"), (250.0, 0, "250"), (2.5, 0, "2")],
-)
-def test_format_number_whole_digits_keep_zeros(value: float, digits: int, text: str) -> None:
-    """With no decimals there is nothing to strip: 1000 must not become '1'."""
-    assert figures.format_number(value, digits) == text
-
-
 # --- chart chrome: nothing drawn over anything else (issue 11, part 5) ----------------------
 
 T0 = 1_700_000_000.0
@@ -178,5 +161,22 @@ def test_log_duration_axis_labels_every_tick_in_full() -> None:
     axis = figures.durations_figure({"p95": series}, {}, 60.0)["layout"]["yaxis"]
     assert axis["type"] == "log"
     assert axis["tickmode"] == "array"
-    assert axis["ticktext"] == ["0.1", "0.2", "0.5", "1", "2", "5", "10"]
+    assert axis["ticktext"] == ["0.1 s", "0.2 s", "0.5 s", "1 s", "2 s", "5 s", "10 s"]
     assert axis["tickvals"] == pytest.approx([0.1, 0.2, 0.5, 1, 2, 5, 10])
+
+
+def test_the_rates_axis_fits_the_measured_rates_not_a_far_capacity() -> None:
+    """A 0–500 axis would flatten 3/s to the floor: the axis fits what the queue does and a
+    note gives the capacity; a capacity within reach stays on the chart."""
+    times = [T0, T0 + 60, T0 + 120]
+    arrivals = (times, [3.0, 3.0, 3.0])
+    far = figures.rates_figure(arrivals, arrivals, (times, [500.0] * 3), 60.0)
+    assert far["layout"]["yaxis"]["range"] == [0, pytest.approx(4.5)]
+    notes = [a["text"] for a in far["layout"]["annotations"]]
+    assert "capacity c·μ ≈ 500/s: above the chart" in notes
+    near = figures.rates_figure(arrivals, arrivals, (times, [5.0] * 3), 60.0)
+    assert "range" not in near["layout"]["yaxis"]
+    # arrivals equal to the throughput stay visible: a wide pale line under a thin one
+    arrival_trace, throughput_trace = near["data"][0], near["data"][1]
+    assert arrival_trace["line"]["width"] > 2 * throughput_trace["line"]["width"]
+    assert arrival_trace["opacity"] < 1

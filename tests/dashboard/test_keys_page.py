@@ -222,8 +222,8 @@ def test_stale_penalty_example_shows_the_remembered_failures() -> None:
 def test_delayed_keys_show_their_ready_time() -> None:
     state = keys.load_trace("add_after A 2s; tick 1s")
     boxes, *_ = keys.keys_render(_at(state, 2))
-    assert _chip_texts(boxes, "delayed") == ["A @ t=2s"]
-    assert _find(boxes, "keys-clock").children == "t = 1s"
+    assert _chip_texts(boxes, "delayed") == ["A @ t=2 s"]
+    assert _find(boxes, "keys-clock").children == "t = 1 s"
 
 
 def test_layout_has_the_stable_ids() -> None:

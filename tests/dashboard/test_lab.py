@@ -185,9 +185,9 @@ def _points(fig: object) -> int:
 
 
 @pytest.mark.parametrize(("lam", "mu", "q0", "sentence"), [
-    (0, 1, 100_000, "clears at t = 100000"),            # 125,000 prediction points before
-    (0, 1, 10_000_000, "clears at t = 10000000"),       # 12.5 million (52 s, 1.76 GB) before
-    (2.999999, 3, 4, "clears at t = 3999999.999"),      # 5 million (33 s) before
+    (0, 1, 100_000, "clears at t = 100,000"),            # 125,000 prediction points before
+    (0, 1, 10_000_000, "clears at t = 10,000,000"),       # 12.5 million (52 s, 1.76 GB) before
+    (2.999999, 3, 4, "clears at t = 4,000,000"),      # 5 million (33 s) before
     (0, 1e-300, 1e9, "clears, but only after"),         # q0 / (μ − λ) overflows to inf
 ])
 def test_a_long_prediction_is_drawn_with_at_most_the_limit_of_points(
@@ -271,7 +271,7 @@ def test_a_full_valid_store_is_read_in_linear_time() -> None:
              "backlog": 4.0 + FLUID_MAX_STEPS}
     assert lab.validate_state(state)["history"][-1] == [FLUID_MAX_STEPS, 4.0 + FLUID_MAX_STEPS]
     fig, t, _, sentence, _ = lab.lab_render(state, 4, 3)
-    assert t == f"{FLUID_MAX_STEPS}"
+    assert t == f"{FLUID_MAX_STEPS:,}"
     assert sentence.startswith("backlog 4 + t")
     assert _points(fig) <= 2 * (FLUID_MAX_STEPS + 2)
 

@@ -14,6 +14,7 @@ from collectors.errors import PrometheusUnreachable
 from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard import figures as fg
 from dashboard.advice import advise_fleet
+from dashboard.numbers import number_text
 from dashboard.pages import queue as qp
 from models import fleet as fl
 from models.settings import AnalysisSettings
@@ -101,7 +102,7 @@ def test_model_fit_mmc_values() -> None:
     assert "observed 0.5 s · M/M/c model 0.333 s" in lines[0]
     assert "1.5× the model" in lines[0]
     # p95 = ln(C/0.05)/(cμ − λ) = ln(20/3)
-    assert f"M/M/c model {qp.fmt(math.log(20 / 3), 's')}" in lines[1]
+    assert f"M/M/c model {number_text(math.log(20 / 3), 's')}" in lines[1]
 
 
 def test_model_fit_unstable() -> None:
@@ -115,7 +116,7 @@ def test_measures_say_no_data_not_zero() -> None:
     items = qp.measures(q)
     assert [m.label.split(" ")[0] for m in items] == ["queue", "reconcile", "retry", "API",
                                                      "external"]
-    assert items[2].value.startswith("0 /s · 0 per reconcile")  # a measured zero stays 0
+    assert items[2].value.startswith("0/s · 0 per reconcile")  # a measured zero stays 0
     assert items[4].value == "no data · no data per reconcile"
     assert "no metric" in items[4].note
     # beyond the queue: nothing measured reads as no data, never as 0
@@ -135,7 +136,7 @@ def test_beyond_measures_show_the_level_and_the_priorities() -> None:
     level = items["API server level workload-low"].value
     assert level.startswith("seats 38 of 40 (95 %)")
     assert "queue wait 0.25 s" in level
-    assert "rejected 1.5 /s" in level
+    assert "rejected 1.5/s" in level
     assert items["admission webhooks (slowest)"].value.startswith("slow.example.com 0.2 s")
     assert items["depth by priority"].value == "10: 1 · -100: 6"
 
@@ -161,13 +162,6 @@ def test_measures_give_a_decade_bucket_as_a_range_and_explain_a_long_tail() -> N
     # (0.2 s, 0.4 s] is ×2 wide: the interpolated value, 0.2 + 0.2 × (950 − 700) / 300
     assert duration.value == "p95 0.367 s · mean 0.2 s · longest running 0.35 s"
     assert "below the mean" not in duration.note
-
-
-@pytest.mark.parametrize(("value", "text"), [(None, "no data"), (math.nan, "no data"),
-                                             (0.0, "0 s"), (0.7151, "0.715 s"),
-                                             (670.2, "670 s"), (4.04e-4, "4.04e-04 s")])
-def test_fmt(value: float | None, text: str) -> None:
-    assert qp.fmt(value, "s") == text
 
 
 def test_combine_divides_on_common_times_only() -> None:

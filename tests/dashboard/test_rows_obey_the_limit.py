@@ -44,17 +44,18 @@ def report() -> dict[str, list[dict[str, Any]]]:
     return {q["queue"]: q["whatif"]["rows"] for q in payload["queues"] if q["whatif"]}
 
 
-def _same_rows(plan: CapacityPlan, rows: list[dict[str, Any]], where: str) -> None:
+def _same_rows(plan: CapacityPlan, rows: list[dict[str, Any]], where: str,
+               rel: float = 1e-6) -> None:
     by_c = {int(r["workers"]): r for r in rows}
     for r in plan.rows:
         got = by_c.get(r.workers)
         if got is None:
             continue
-        assert got["throughput_per_s"] == pytest.approx(r.throughput_per_s, rel=1e-6), \
+        assert got["throughput_per_s"] == pytest.approx(r.throughput_per_s, rel=rel), \
             (where, plan.queue, r.workers)
         assert bool(got["stable"]) == r.stable, (where, plan.queue, r.workers)
         if r.wait_mean_s is not None:
-            assert got["wait_mean_s"] == pytest.approx(r.wait_mean_s, rel=1e-6), \
+            assert got["wait_mean_s"] == pytest.approx(r.wait_mean_s, rel=rel), \
                 (where, plan.queue, r.workers)
 
 
@@ -107,4 +108,6 @@ def test_every_surface_shows_the_plans_rows(plans: dict[str, CapacityPlan],
                  "stable": r.stable, "wait_mean_s": r.wait_mean_s} for r in view.result.rows]
         if contention == "usl":
             continue  # the page's USL mode sweeps σ, κ at the measured work time: a what-if
-        _same_rows(plan, page, "what-if page")
+        # the page pre-fills the ceiling as it shows it (three significant digits, the one
+        # formatter): its rows are those of the ceiling on the screen, within its rounding
+        _same_rows(plan, page, "what-if page", rel=5e-3)

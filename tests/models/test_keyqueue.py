@@ -113,9 +113,9 @@ def test_examples_show_their_pitfalls() -> None:
     assert {"coalescing", "readd-during-processing", "get-without-done", "stale-penalty",
             "tight-loop"} <= names
     stale = run_trace(example("stale-penalty").trace)
-    assert "20ms" in stale[-2].note  # third failure, an hour later, 5 ms · 2^2
+    assert "20 ms" in stale[-2].note  # third failure, an hour later, 5 ms · 2^2
     fixed = run_trace(example("forget-on-success").trace)
-    assert "says 5ms" in fixed[-2].note
+    assert "says 5 ms" in fixed[-2].note
     stranded = run_trace(example("get-without-done").trace)[-1]
     assert stranded.processing == ("A",)
     assert stranded.dirty == ("A",)
