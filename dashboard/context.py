@@ -21,10 +21,35 @@ from collectors.config import QueuelensConfig
 from collectors.types import Source
 from models.settings import AnalysisSettings
 
+TITLE_PREFIX = "queuelens — "
+"""Every tab title starts with the app's name, then says what the tab shows."""
+MAX_TITLE_CHARS = 120
+"""The longest tab title (a queue name is a label value of any length; the tab shows ~30)."""
+
+
+def page_title(what: str) -> str:
+    """The tab title of a page: 'queuelens — fleet', 'queuelens — replicaset'.
+
+    ``what`` may be a queue name (a hostile label value): the title is only ever set as text
+    (Dash's ``document.title`` and escaped meta tags), never as HTML; it is cut to
+    :data:`MAX_TITLE_CHARS`."""
+    text = TITLE_PREFIX + "".join(ch if ch.isprintable() else " " for ch in what)
+    return text if len(text) <= MAX_TITLE_CHARS else text[:MAX_TITLE_CHARS - 1] + "…"
+
 
 def register_page(module: str, **kwargs: Any) -> None:
-    """Typed wrapper of ``dash.register_page`` (Dash's own is untyped)."""
+    """Typed wrapper of ``dash.register_page`` (Dash's own is untyped). A page's fixed tab
+    title is :func:`page_title` of its lower-cased ``name`` ('queuelens — queue lab'); a
+    page whose title depends on its address passes a callable ``title``."""
+    if not callable(kwargs.get("title")) and "name" in kwargs:
+        kwargs["title"] = page_title(str(kwargs["name"]).lower())
     dash.register_page(module, **kwargs)  # type: ignore[no-untyped-call]
+
+
+def clientside_callback(app: dash.Dash, script: str, *dependencies: Any, **kwargs: Any) -> None:
+    """Typed wrapper of ``app.clientside_callback`` (Dash's own is untyped): ``script`` is
+    the JavaScript function, ``dependencies`` its Outputs, Inputs and States."""
+    app.clientside_callback(script, *dependencies, **kwargs)  # type: ignore[no-untyped-call]
 
 
 @dataclass(frozen=True)

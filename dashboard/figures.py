@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dashboard.signals import Series
+from models.formatting import number_text, sig
 
 Figure = dict[str, Any]
 """A Plotly figure as plain data: ``{"data": [trace dicts], "layout": {...}}``."""
@@ -82,10 +83,15 @@ def base_figure(title: str, x_title: str, y_title: str) -> Figure:
     margin of its own (:data:`MODEBAR_MARGIN_PX`); both axes have ``automargin``, so long tick
     labels push the axis titles out instead of being drawn under them; the legend is
     horizontal at the bottom of the container (:data:`LEGEND_Y`), below the x title.
+
+    ``uirevision`` is the title: while it stays the same, Plotly keeps what the user did to
+    the chart (zoom, pan, hidden legend entries) when the page sends a refreshed figure;
+    pages key it to what the chart shows with :func:`set_uirevision`.
     """
     return {
         "data": [],
         "layout": {
+            "uirevision": title,
             "template": plotly_white_template(),
             "title": {"text": title, "x": 0.0, "xanchor": "left", "xref": "container",
                       "y": 1.0, "yanchor": "top", "yref": "container", "automargin": True,
@@ -104,6 +110,22 @@ def base_figure(title: str, x_title: str, y_title: str) -> Figure:
                       "rangemode": "tozero", "automargin": True},
         },
     }
+
+
+def set_uirevision(fig: Figure, *view: str) -> Figure:
+    """Key the chart's kept zoom to ``view`` (e.g. the queue and the history range): a
+    refreshed figure of the same view keeps the user's zoom, a figure of another view starts
+    from its own axes (Plotly resets what the user did when ``layout.uirevision`` changes).
+
+    The key is a short digest of the chart's title and ``view`` (a string, as Plotly
+    compares it by value; a queue name may be long)."""
+    import hashlib
+
+    title = str(fig["layout"].get("title", {}).get("text", ""))
+    text = "\x1f".join((title, *view))
+    fig["layout"]["uirevision"] = hashlib.blake2s(text.encode("utf-8", "replace"),
+                                                  digest_size=8).hexdigest()
+    return fig
 
 
 # --- plain-dict counterparts of go.Figure's add_vline, add_hline, ... -----------------------
@@ -204,7 +226,7 @@ def lab_figure(
             mode="lines",
             name="predicted: max(0, q0 + (λ − μ)·t)",
             line={"color": ORANGE, "width": 2.5, "dash": "dash"},
-            hovertemplate="predicted %{y:.4g} items<extra></extra>",
+            hovertemplate="predicted %{y:,.3~r} items<extra></extra>",
         ),
         _scatter(
             x=list(steps_t),
@@ -212,30 +234,15 @@ def lab_figure(
             mode="markers",
             name="lab backlog after each step",
             marker={"size": 10, "color": BLUE, "line": {"color": "#ffffff", "width": 1}},
-            hovertemplate="lab %{y:.4g} items<extra></extra>",
+            hovertemplate="lab %{y:,.3~r} items<extra></extra>",
         ),
     ]
     if clear_time is not None and math.isfinite(clear_time):
         add_vline(fig, clear_time, {"color": GREEN, "width": 1.5, "dash": "dot"},
-                  text=f"clears at t = {format_number(clear_time)}", position="top right",
+                  text=f"clears at t = {sig(clear_time)}", position="top right",
                   text_color=GREEN)
     fig["layout"]["xaxis"]["rangemode"] = "tozero"
     return fig
-
-
-def format_number(value: float, digits: int = 3) -> str:
-    """A short human number: 4.0 -> '4', 1.5 -> '1.5', 1/3 -> '0.333', 1e7 -> '10000000'.
-
-    Rounds to ``digits`` decimals and drops trailing zeros; NaN/Inf become '—' (never shown
-    as numbers).
-    """
-    if not math.isfinite(value):
-        return "—"
-    rounded = round(value, digits)
-    if rounded == 0:
-        return "0"
-    text = f"{rounded:.{digits}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _same_length(what: str, xs: Sequence[float], ys: Sequence[float]) -> None:
@@ -257,6 +264,9 @@ class Line:
     dash: str = "solid"
     width: float = 2.0
     fill: bool = False
+    opacity: float = 1.0
+    """Below 1 for a wide line drawn under a thin one it may equal (arrivals under the
+    throughput of a queue that keeps up): both stay visible where they coincide."""
 
 
 def series_points(series: Series, step_s: float) -> tuple[list[dt.datetime], list[float | None]]:
@@ -323,10 +333,13 @@ def time_series_figure(
     *,
     log_y: bool = False,
     now: float | None = None,
+    unit: str = "",
 ) -> Figure:
     """Lines over UTC time. Lines without points are left out; no line at all → "no data".
 
-    ``now`` (unix s) draws a thin vertical "now" marker (useful with projections)."""
+    ``now`` (unix s) draws a thin vertical "now" marker (useful with projections). ``unit``:
+    the values' unit ("s" for durations), written on a log axis's ticks by the one formatter
+    ('100 µs', not Plotly's '100µ')."""
     drawn = [line for line in lines if len(line.series[0]) > 0]
     if not drawn:
         return no_data_figure(title, "no data for this range")
@@ -337,17 +350,20 @@ def time_series_figure(
         trace = _scatter(
             x=xs, y=ys, mode="lines", name=name, connectgaps=False,
             line={"color": line.color, "width": line.width, "dash": line.dash},
-            hovertemplate="%{y:.4g}<extra>" + name + "</extra>",
+            hovertemplate="%{y:,.3~r}" + (f" {unit}" if unit else "") + "<extra>" + name
+            + "</extra>",
         )
         if line.fill:
             trace["fill"] = "tozeroy"
+        if line.opacity < 1:
+            trace["opacity"] = line.opacity
         fig["data"].append(trace)
     if log_y:
         fig["layout"]["yaxis"].update(type="log", rangemode="normal")
         ticks = log_ticks(v for line in drawn for v in line.series[1])
         if ticks:
             fig["layout"]["yaxis"].update(tickmode="array", tickvals=ticks,
-                                          ticktext=[f"{v:g}" for v in ticks])
+                                          ticktext=[number_text(v, unit) for v in ticks])
     if now is not None:
         add_vline(fig, _iso(now), {"color": GREY, "width": 1, "dash": "dot"})
     return fig
@@ -385,15 +401,34 @@ def depth_figure(
 def rates_figure(
     arrival: Series, throughput: Series, capacity: Series, step_s: float
 ) -> Figure:
-    """Arrival rate vs throughput vs capacity c·μ on one chart (items/s)."""
-    return time_series_figure(
+    """Arrival rate vs throughput vs capacity c·μ on one chart (items/s).
+
+    The arrivals are a wide pale line under the throughput's thin one: a queue that keeps up
+    has the two equal, and both stay visible. When the capacity is far above what the queue
+    does (more than :data:`CAPACITY_OFF_CHART` × the highest measured rate), the axis fits
+    the measured rates and a note states the capacity: a 0–500 axis would flatten 3/s."""
+    fig = time_series_figure(
         "Is work arriving faster than it can be done?",
         "rate (items/s)",
-        [Line("arrivals λ (adds/s)", arrival, ORANGE),
+        [Line("arrivals λ (adds/s)", arrival, ORANGE, width=6.0, opacity=0.45),
          Line("throughput (completed/s)", throughput, BLUE),
          Line("capacity c·μ = workers ÷ mean work time", capacity, GREEN, "dash")],
         step_s,
     )
+    measured = [v for s in (arrival, throughput) for v in s[1]
+                if v is not None and math.isfinite(v)]
+    cap = [v for v in capacity[1] if v is not None and math.isfinite(v)]
+    if measured and cap and max(measured) > 0 and max(cap) > CAPACITY_OFF_CHART * max(measured):
+        fig["layout"]["yaxis"]["range"] = [0, 1.5 * max(measured)]
+        add_annotation(fig, {
+            "text": f"capacity c·μ ≈ {number_text(max(cap), '/s')}: above the chart",
+            "showarrow": False, "x": 1, "xref": "x domain", "xanchor": "right", "y": 1,
+            "yref": "y domain", "yanchor": "top", "font": {"color": GREEN}})
+    return fig
+
+
+CAPACITY_OFF_CHART = 4.0
+"""A capacity more than this many times the measured rates would flatten them to the axis."""
 
 
 def durations_figure(
@@ -407,7 +442,7 @@ def durations_figure(
     lines += [Line(f"work {k}", s, BLUE, dashes.get(k, "solid"), shades.get(k, 1.5))
               for k, s in work.items()]
     return time_series_figure("How long do items wait, and how long does work take?",
-                              "duration (s, log scale)", lines, step_s, log_y=True)
+                              "duration (log scale)", lines, step_s, log_y=True, unit="s")
 
 
 def workers_figure(busy: Series, workers: Series, step_s: float) -> Figure:
@@ -477,14 +512,14 @@ def whatif_wait_figure(
     fig["data"] += [
         _scatter(x=xs, y=_none_if_nonfinite(wait_mean_s), name="mean wait",
                  mode="lines+markers", line={"color": BLUE, "width": 2.5},
-                 hovertemplate="mean %{y:.4g} s<extra></extra>"),
+                 hovertemplate="mean %{y:,.3~r} s<extra></extra>"),
         _scatter(x=xs, y=_none_if_nonfinite(wait_p95_s), name="p95 wait",
                  mode="lines+markers", line={"color": VERMILLION, "width": 2},
-                 hovertemplate="p95 %{y:.4g} s<extra></extra>"),
+                 hovertemplate="p95 %{y:,.3~r} s<extra></extra>"),
         _scatter(x=xs, y=[100.0 * u for u in utilization],
                  name="utilization (right axis)", yaxis="y2", mode="lines",
                  line={"color": GREY, "dash": "dot"},
-                 hovertemplate="utilization %{y:.1f}%<extra></extra>"),
+                 hovertemplate="utilization %{y:,.3~r} %<extra></extra>"),
     ]
     layout = fig["layout"]
     top, dtick = percent_axis([100.0 * u for u in utilization])
@@ -496,7 +531,7 @@ def whatif_wait_figure(
     layout["margin"]["r"] = RIGHT_AXIS_MARGIN_PX + MODEBAR_MARGIN_PX
     if slo_s is not None:
         add_hline(fig, slo_s, {"color": GREEN, "dash": "dash"},
-                  text=f"SLO {format_number(slo_s, 4)} s", position="top left",
+                  text=f"SLO {number_text(slo_s, 's')}", position="top left",
                   text_color=GREEN)
     _mark_recommended(fig, recommended)
     return fig
@@ -511,16 +546,16 @@ def whatif_slo_figure(
     recommended: int | None = None,
 ) -> Figure:
     """P(wait > SLO) per worker count (0–1); ``target`` (e.g. 0.05 for a p95 SLO) dashed."""
-    fig = base_figure(f"How likely is a wait over the SLO ({format_number(slo_s, 4)} s)?",
+    fig = base_figure(f"How likely is a wait over the SLO ({number_text(slo_s, 's')})?",
                       "workers c", "P(wait > SLO) (probability)")
     fig["data"].append(_scatter(x=list(workers), y=_none_if_nonfinite(p_over_slo),
                                 name="P(wait > SLO)", mode="lines+markers",
                                 line={"color": VERMILLION, "width": 2.5},
-                                hovertemplate="P = %{y:.3g}<extra></extra>"))
+                                hovertemplate="P = %{y:,.3~r}<extra></extra>"))
     fig["layout"]["yaxis"]["range"] = [0, 1.02]
     if target is not None:
         add_hline(fig, target, {"color": GREEN, "dash": "dash"},
-                  text=f"target ≤ {format_number(target, 4)}", position="top right",
+                  text=f"target ≤ {sig(target)}", position="top right",
                   text_color=GREEN)
     _mark_recommended(fig, recommended)
     return fig
@@ -544,13 +579,13 @@ def whatif_throughput_figure(
     fig["data"] += [
         _scatter(x=xs, y=list(capacity_per_s), name="capacity c·μ_c",
                  mode="lines+markers", line={"color": GREEN, "width": 2.5},
-                 hovertemplate="capacity %{y:.4g}/s<extra></extra>"),
+                 hovertemplate="capacity %{y:,.3~r}/s<extra></extra>"),
         _scatter(x=xs, y=list(throughput_per_s), name="throughput",
                  mode="lines", line={"color": BLUE, "width": 2},
-                 hovertemplate="throughput %{y:.4g}/s<extra></extra>"),
+                 hovertemplate="throughput %{y:,.3~r}/s<extra></extra>"),
     ]
     add_hline(fig, arrival_rate_per_s, {"color": ORANGE, "dash": "dash"},
-              text=f"arrivals λ = {format_number(arrival_rate_per_s)}/s",
+              text=f"arrivals λ = {number_text(arrival_rate_per_s, '/s')}",
               position="bottom right", text_color=ORANGE)
     _mark_recommended(fig, recommended)
     return fig
@@ -797,7 +832,7 @@ def retry_rate_figure(
                 line={"color": colors[i % len(colors)], "width": 3.0 if chosen else 1.5,
                       "shape": "hv"},
                 opacity=1.0 if chosen or highlight is None else 0.75,
-                hovertemplate=plotly_text(name) + ": %{y:.4g} req/s<extra></extra>",
+                hovertemplate=plotly_text(name) + ": %{y:,.3~r} req/s<extra></extra>",
             )
         )
     if math.isfinite(outage_s) and outage_s > 0:
@@ -809,7 +844,7 @@ def retry_rate_figure(
             x=[min(t_s), max(t_s)],
             y=[dependency_limit_per_s] * 2,
             mode="lines",
-            name=f"dependency limit {format_number(dependency_limit_per_s)} req/s",
+            name=f"dependency limit {sig(dependency_limit_per_s)} req/s",
             line={"color": VERMILLION, "width": 1.5, "dash": "dash"},
             hoverinfo="skip",
         ))
@@ -843,7 +878,7 @@ def retry_lag_figure(
                 y=_none_if_nonfinite(values),
                 name=label,
                 marker={"color": color},
-                hovertemplate=label + ": %{y:.4g} s<extra></extra>",
+                hovertemplate=label + ": %{y:,.3~r} s<extra></extra>",
             )
         )
     fig["layout"].update(barmode="group", hovermode="closest")
@@ -874,7 +909,7 @@ def backoff_penalty_figure(
             name="min(cap, base·2ⁿ)",
             line={"color": GREY, "width": 1.5, "shape": "hv"},
             marker={"size": 5, "color": GREY},
-            hovertemplate="n = %{x}: %{y:.4g} s<extra></extra>",
+            hovertemplate="n = %{x}: %{y:,.3~r} s<extra></extra>",
         )
     )
     colors = (ORANGE, BLUE, GREEN, PURPLE, VERMILLION, SKY)
@@ -884,10 +919,10 @@ def backoff_penalty_figure(
                 x=[n],
                 y=[delay],
                 mode="markers",
-                name=plotly_text(f"{name}: n = {n} → {format_number(delay)} s"),
+                name=plotly_text(f"{name}: n = {n} → {number_text(delay, 's')}"),
                 marker={"size": 13, "color": colors[i % len(colors)], "symbol": "diamond",
                         "line": {"color": "#ffffff", "width": 1}},
-                hovertemplate=plotly_text(name) + ": %{y:.4g} s<extra></extra>",
+                hovertemplate=plotly_text(name) + ": %{y:,.3~r} s<extra></extra>",
             )
         )
     if math.isfinite(base_s) and base_s > 0 and len(failures):
@@ -895,7 +930,7 @@ def backoff_penalty_figure(
             x=[min(failures), max(failures)],
             y=[base_s, base_s],
             mode="lines",
-            name=f"with Forget: base {format_number(base_s)} s",
+            name=f"with Forget: base {number_text(base_s, 's')}",
             line={"color": GREEN, "width": 1.5, "dash": "dot"},
             hoverinfo="skip",
         ))
@@ -938,7 +973,7 @@ def healthy_wait_figure(
                 y=_none_if_nonfinite(values),
                 name=label,
                 marker={"color": color},
-                hovertemplate=label + ": %{y:.4g} s<extra></extra>",
+                hovertemplate=label + ": %{y:,.3~r} s<extra></extra>",
             )
         )
     fig["layout"]["yaxis"].update(type="log", rangemode="normal", dtick=1)
@@ -960,9 +995,9 @@ def sim_compare_figure(
                       "wait statistic", "wait in queue (s)")
     fig["data"] += [
         _bar(x=list(labels), y=_none_if_nonfinite(simulated), name="simulated",
-             marker={"color": BLUE}, hovertemplate="simulated %{y:.4g} s<extra></extra>"),
+             marker={"color": BLUE}, hovertemplate="simulated %{y:,.3~r} s<extra></extra>"),
         _bar(x=list(labels), y=_none_if_nonfinite(formula), name="formula",
-             marker={"color": ORANGE}, hovertemplate="formula %{y:.4g} s<extra></extra>"),
+             marker={"color": ORANGE}, hovertemplate="formula %{y:,.3~r} s<extra></extra>"),
     ]
     fig["layout"].update(barmode="group", hovermode="closest")
     return fig

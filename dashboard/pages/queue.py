@@ -23,12 +23,24 @@ The ``#queue-verdicts`` card shows the advisor's verdicts (:mod:`models.advisor`
 :func:`dashboard.advice.advise_data`, from the same two reads): kind, severity, summary, the
 key evidence figures and the recommendation, in the advisor's order of impact.
 
+State in the address (issue 21): ``/queue/<name>?range=6h`` opens the page on that history
+range (:func:`range_from_query`; an unknown value shows the default and says so), and choosing
+another range rewrites ``range=`` in the address (``history.replaceState``: a reload keeps it,
+a link shares it, and the back button is not filled with one entry per click). The tab title
+is "queuelens — <queue>".
+
+Zoom: every chart's ``uirevision`` is keyed to the queue and the range
+(:func:`dashboard.figures.set_uirevision`), so the 15 s refresh keeps the user's zoom and a
+new range starts unzoomed; the time charts share one x-range — zooming one zooms all
+(:data:`SHARE_XRANGE_JS`, in the browser), and the refresh draws every chart at the shared
+range (:func:`apply_xrange`), so charts zoomed by the script keep it too.
+
 Tests call :func:`queue_view` and :func:`render_view` directly; the Dash callback is thin.
 """
 
 from __future__ import annotations
 
-import math
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,13 +56,15 @@ from collectors.types import QueueSnapshot, RangeData, Source
 from dashboard import figures as fg
 from dashboard.advice import advise_fleet
 from dashboard.card import Evidence, plan_evidence, render_plan_card
-from dashboard.context import AppContext, register_page
+from dashboard.context import AppContext, clientside_callback, page_title, register_page
+from dashboard.numbers import number_text as fmt  # the one formatter, short
 from dashboard.numbers import sig
 from dashboard.plan_words import evidence_label, evidence_value
 from dashboard.signals import Series, capacity_per_s, combine, ratio
 from models.advisor import Verdict, worker_count
 from models.errors import ModelInputError
 from models.fluid import fluid_backlog, fluid_summary
+from models.formatting import percent_text
 from models.plan import CapacityPlan
 from models.queueing import erlang_c, erlang_c_wait_quantile
 from models.settings import AnalysisSettings
@@ -62,6 +76,8 @@ RANGES: dict[str, float] = {
 }
 """Selectable history ranges (seconds)."""
 DEFAULT_RANGE = "1h"
+MAX_SHOWN_CHARS = 40
+"""The longest piece of the address a note quotes (the address may hold anything)."""
 POINTS = 240
 """Points per series the range read asks for (step = range / POINTS, at least MIN_STEP_S)."""
 MIN_STEP_S = 15.0
@@ -113,14 +129,6 @@ class QueueView:
 def range_step(range_s: float) -> float:
     """The range read's step: range / POINTS, at least MIN_STEP_S."""
     return max(range_s / POINTS, MIN_STEP_S)
-
-
-def fmt(value: float | None, unit: str = "", digits: int = 3) -> str:
-    """'1.23 s', '0.5 /s' — or 'no data' for a missing or non-finite value (never 0)."""
-    if value is None or not math.isfinite(value):
-        return "no data"
-    text = sig(value, digits)
-    return f"{text} {unit}".rstrip() if unit else text
 
 
 def signal_series(range_data: RangeData, queue: str) -> dict[str, Series]:
@@ -237,7 +245,11 @@ def model_fit(q: QueueSnapshot) -> tuple[str, ...]:
 
 def _versus(observed: float | None, model: float) -> str:
     r = ratio(observed, model)
-    return "" if r is None else f" (observed is {sig(r, 2)}× the model)"
+    if r is None:
+        return ""
+    if r > 1000:  # a model wait of ~0 (idle workers): the multiple itself means nothing
+        return " (observed is over 1,000× the model)"
+    return f" (observed is {sig(r, 2)}× the model)"
 
 
 def measures(q: QueueSnapshot) -> tuple[Measure, ...]:
@@ -246,7 +258,7 @@ def measures(q: QueueSnapshot) -> tuple[Measure, ...]:
     The p95s are written as far as their histogram bucket supports them
     (:func:`dashboard.numbers.snapshot_quantile_text`: a range for a decade bucket), and a
     p95 whose bucket lies below the mean says so in the note."""
-    from dashboard.numbers import number_text, snapshot_quantile_note, snapshot_quantile_text
+    from dashboard.numbers import snapshot_quantile_note, snapshot_quantile_text
 
     x = q.throughput_per_s
     why = dict(q.missing)
@@ -265,13 +277,13 @@ def measures(q: QueueSnapshot) -> tuple[Measure, ...]:
     return (
         Measure("queue age (wait before a worker picks the item up)",
                 f"p95 {snapshot_quantile_text(q, 'queue_wait_p95_s')} · "
-                f"mean {number_text(q.queue_wait_mean_s, 's')}",
+                f"mean {fmt(q.queue_wait_mean_s, 's')}",
                 with_tail(note("workqueue_queue_duration_seconds.", "queue_wait_p95_s"),
                           "queue_wait_p95_s", "items")),
         Measure("reconcile duration (work time)",
                 f"p95 {snapshot_quantile_text(q, 'work_p95_s')} · "
-                f"mean {number_text(q.service_mean_s, 's')} · "
-                f"longest running {number_text(q.longest_running_s, 's')}",
+                f"mean {fmt(q.service_mean_s, 's')} · "
+                f"longest running {fmt(q.longest_running_s, 's')}",
                 with_tail(note("workqueue_work_duration_seconds.", "work_p95_s",
                                "service_mean_s"), "work_p95_s", "passes")),
         Measure("retry counts",
@@ -295,7 +307,6 @@ def beyond_measures(q: QueueSnapshot) -> tuple[Measure, ...]:
     """Where the wait goes beyond the queue: the API client's time, the API server's priority
     level, the admission webhooks, the priority queue and the failures that are not plain
     errors (issue 13); the same snapshot figures the advisor reads."""
-    from dashboard.numbers import number_text
 
     why = dict(q.missing)
 
@@ -305,7 +316,7 @@ def beyond_measures(q: QueueSnapshot) -> tuple[Measure, ...]:
 
     util = ratio(q.apf_seats_in_use_mean, q.apf_seat_limit)
     hooks = sorted(q.admission_webhook_mean_s.items(), key=lambda kv: -kv[1])
-    slowest = (f"{hooks[0][0]} {number_text(hooks[0][1], 's')}" if hooks else "no data")
+    slowest = (f"{hooks[0][0]} {fmt(hooks[0][1], 's')}" if hooks else "no data")
     prio = " · ".join(f"{p}: {sig(d)}" for p, d in q.depth_by_priority.items())
     served = ratio(q.served_webhook_s_per_s, q.served_webhook_requests_per_s)
     return (
@@ -317,8 +328,8 @@ def beyond_measures(q: QueueSnapshot) -> tuple[Measure, ...]:
                      "the pass.", "api_request_s_per_s")),
         Measure(f"API server level {q.apf_priority_level or ''}".strip(),
                 f"seats {fmt(q.apf_seats_in_use_mean)} of {fmt(q.apf_seat_limit)}"
-                + (f" ({100 * util:.0f} %)" if util is not None else "")
-                + f" · queue wait {number_text(q.apf_wait_mean_s, 's')} · queued "
+                + (f" ({percent_text(util)})" if util is not None else "")
+                + f" · queue wait {fmt(q.apf_wait_mean_s, 's')} · queued "
                 f"{fmt(q.apf_inqueue_mean)} · dispatched {fmt(q.apf_dispatched_per_s, '/s')}"
                 f" · rejected {fmt(q.apf_rejected_per_s, '/s')}"
                 + (" (" + ", ".join(f"{k} {sig(v)}/s" for k, v in
@@ -328,13 +339,13 @@ def beyond_measures(q: QueueSnapshot) -> tuple[Measure, ...]:
                      "in it (a dedicated FlowSchema makes them this controller's).",
                      "apf_seat_limit")),
         Measure("admission webhooks (slowest)",
-                f"{slowest} · writes {number_text(q.apiserver_write_latency_mean_s, 's')} "
+                f"{slowest} · writes {fmt(q.apiserver_write_latency_mean_s, 's')} "
                 f"(without webhooks and APF wait "
-                f"{number_text(q.apiserver_write_sli_mean_s, 's')})",
+                f"{fmt(q.apiserver_write_sli_mean_s, 's')})",
                 note("apiserver_admission_webhook_admission_duration_seconds, cluster-wide.",
                      "admission_webhook_mean_s", "apiserver_write_latency_mean_s")),
         Measure("webhooks this manager serves",
-                f"{fmt(q.served_webhook_requests_per_s, '/s')} · mean {number_text(served, 's')}"
+                f"{fmt(q.served_webhook_requests_per_s, '/s')} · mean {fmt(served, 's')}"
                 f" · in flight {fmt(q.served_webhook_in_flight)}",
                 note("controller_runtime_webhook_*: the process's own webhook server, called "
                      "by the API server inside other clients' writes.",
@@ -446,6 +457,117 @@ def build_figures(
     }
 
 
+# --- state in the address -------------------------------------------------------------------
+
+def range_from_query(value: object) -> tuple[str, str]:
+    """(range key, note) from the address's ``range=`` value: a known key and '', else
+    :data:`DEFAULT_RANGE` and one sentence saying why (absent: the default, no note)."""
+    if value is None:
+        return DEFAULT_RANGE, ""
+    if isinstance(value, str) and value in RANGES:
+        return value, ""
+    shown = _quoted(value)
+    return DEFAULT_RANGE, (f"The address asks for the history range {shown}, which is not one "
+                           f"of {', '.join(RANGES)}: showing {DEFAULT_RANGE}.")
+
+
+def _quoted(value: object) -> str:
+    """A value from the address as a note quotes it: repr, cut to MAX_SHOWN_CHARS."""
+    text = repr(value) if isinstance(value, str) else "several values"
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS - 1] + "…"
+
+
+MAX_RANGE_VALUE_CHARS = 40
+"""The longest x-range end the page accepts from the browser (a Plotly date string such as
+'2020-02-10 13:20:00.1234' has 24)."""
+
+
+def shared_xrange(value: object) -> list[str | float] | None:
+    """The browser's shared x-range ([start, end]: Plotly date strings or numbers) when it is
+    one, else None (no zoom: the charts' own range)."""
+    if not (isinstance(value, list | tuple) and len(value) == 2):
+        return None
+    out: list[str | float] = []
+    for end in value:
+        if isinstance(end, str) and 0 < len(end) <= MAX_RANGE_VALUE_CHARS:
+            out.append(end)
+        elif (isinstance(end, int | float) and not isinstance(end, bool)
+              and np.isfinite(end)):
+            out.append(float(end))
+        else:
+            return None
+    return out
+
+
+def apply_xrange(figures: Mapping[str, fg.Figure], xrange: object) -> None:
+    """Draw every time chart (not a "no data" one) at the shared ``xrange``
+    (:func:`shared_xrange`); nothing when there is none."""
+    shown = shared_xrange(xrange)
+    if shown is None:
+        return
+    for fig in figures.values():
+        axis = fig["layout"].get("xaxis", {})
+        if axis.get("visible", True):
+            axis.update(range=list(shown), autorange=False)
+
+
+SHARE_XRANGE_JS = """
+function() {
+    // One x-range for the queue page's time charts: a zoom (or autoscale) of one chart is
+    // applied to the others; the range goes to the store, which the refresh draws with.
+    const C = window.dash_clientside;
+    const ids = %s;
+    const trig = (C.callback_context.triggered || [])[0];
+    const trigId = trig ? trig.prop_id.split('.')[0] : null;
+    if (!trigId || trigId === 'queue-range') { return null; }
+    const rd = arguments[ids.indexOf(trigId)];
+    if (!rd) { return C.no_update; }
+    let range;
+    if (rd['xaxis.range[0]'] !== undefined) {
+        range = [rd['xaxis.range[0]'], rd['xaxis.range[1]']];
+    } else if (Array.isArray(rd['xaxis.range'])) {
+        range = rd['xaxis.range'].slice(0, 2);
+    } else if (rd['xaxis.autorange']) {
+        range = null;
+    } else {
+        return C.no_update;  // a y-only zoom, a resize: nothing to share
+    }
+    for (const id of ids) {
+        if (id === trigId) { continue; }
+        const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+        const ax = gd && gd._fullLayout && gd._fullLayout.xaxis;
+        if (!ax || ax.visible === false || !window.Plotly) { continue; }
+        if (range === null) {
+            if (!ax.autorange) { window.Plotly.relayout(gd, {'xaxis.autorange': true}); }
+            continue;
+        }
+        const same = ax.range && Math.abs(ax.r2l(ax.range[0]) - ax.r2l(range[0])) < 1
+            && Math.abs(ax.r2l(ax.range[1]) - ax.r2l(range[1])) < 1;
+        if (!same) { window.Plotly.relayout(gd, {'xaxis.range': range}); }
+    }
+    return range;
+}
+"""
+"""The clientside callback sharing the x-range (``%s``: the graph ids). A chart only relays
+a range it does not already show, so the charts' own relayout events end the exchange."""
+
+RANGE_TO_ADDRESS_JS = """
+function(value) {
+    // the chosen range into the address, without a reload or a new history entry
+    const params = new URLSearchParams(window.location.search);
+    params.set('range', value);
+    window.history.replaceState(window.history.state, '',
+        window.location.pathname + '?' + params.toString() + window.location.hash);
+    return value;
+}
+"""
+
+
+def queue_title(name: str | None = None, **_kwargs: object) -> str:
+    """The tab title: 'queuelens — <queue>' (the name percent-decoded, as the heading)."""
+    return page_title(unquote(name or "") or "queue")
+
+
 # --- rendering ----------------------------------------------------------------------------
 
 def render_measures(items: tuple[Measure, ...]) -> Any:
@@ -532,18 +654,35 @@ def render_verdicts(view: QueueView) -> Any:
     return render_plan_card(view.plan, view.evidence, view.source, details)
 
 
-def render_view(view: QueueView) -> tuple[Any, ...]:
-    """Callback outputs: (message, measures, model fit, fluid, summary, *figures)."""
+def render_view(view: QueueView, xrange: object = None,
+                ui_key: tuple[str, ...] = ()) -> tuple[Any, ...]:
+    """Callback outputs: (message, measures, model fit, fluid, summary, *figures).
+
+    ``xrange``: the shared zoom the time charts are drawn at (:func:`apply_xrange`);
+    ``ui_key``: what the charts show (queue, range), the key of their kept zoom
+    (:func:`dashboard.figures.set_uirevision`)."""
     empty = [fg.no_data_figure(_TITLES[g], "no data") for g in GRAPH_IDS]
+    for fig in empty:
+        fg.set_uirevision(fig, *ui_key)
     if view.message:
         return (view.message, "", "", "", "", *empty)
-    figs = [view.figures.get(g, e) for g, e in zip(GRAPH_IDS, empty, strict=True)]
+    by_id = {g: fg.set_uirevision(_own_copy(view.figures.get(g, e)), *ui_key)
+             for g, e in zip(GRAPH_IDS, empty, strict=True)}
+    apply_xrange(by_id, xrange)
+    figs = [by_id[g] for g in GRAPH_IDS]
     fit = [html.Li(line) for line in view.model_fit]
     shown = html.Div([render_measures(view.measures),
                       html.H3("Beyond the queue: API client, API server, webhooks, priorities"),
                       render_measures(view.beyond)], id="queue-beyond") if view.beyond \
         else render_measures(view.measures)
     return ("", shown, html.Ul(fit), view.fluid, view.summary, *figs)
+
+
+def _own_copy(fig: fg.Figure) -> fg.Figure:
+    """A copy of ``fig`` whose layout and x-axis may be changed (the view keeps its own)."""
+    layout = dict(fig["layout"])
+    layout["xaxis"] = dict(layout.get("xaxis", {}))
+    return {**fig, "layout": layout}
 
 
 _TITLES = {
@@ -569,10 +708,13 @@ def _graph(graph_id: str) -> html.Div:
     )
 
 
-def layout(name: str | None = None, **_kwargs: object) -> html.Div:
+def layout(name: str | None = None, **query: object) -> html.Div:
+    """The page for ``name``; ``query`` holds the address's ``?key=value`` pairs (Dash pages
+    passes them): ``range`` picks the history range (:func:`range_from_query`)."""
     from dashboard.cliutil import terminal_text
 
     queue = unquote(name or "")
+    range_key, range_note = range_from_query(query.get("range"))
     return html.Div(
         [
             html.H1(["Queue ", html.Code(terminal_text(queue), id="queue-name")]),
@@ -580,7 +722,7 @@ def layout(name: str | None = None, **_kwargs: object) -> html.Div:
                 [
                     html.Span("History: ", className="ql-muted"),
                     dcc.RadioItems(
-                        id="queue-range", options=list(RANGES), value=DEFAULT_RANGE,
+                        id="queue-range", options=list(RANGES), value=range_key,
                         inline=True, inputStyle={"marginRight": "0.25rem"},
                         labelStyle={"marginRight": "0.9rem"},
                     ),
@@ -592,6 +734,7 @@ def layout(name: str | None = None, **_kwargs: object) -> html.Div:
                 ],
                 className="ql-row", style={"alignItems": "center"},
             ),
+            html.P(range_note, id="queue-address-note", className="ql-note"),
             html.Div(id="queue-message", className="ql-error", role="alert"),
             # the advisor's verdict card (render_verdicts), filled by the page's callback
             html.Div(id="queue-verdicts", className="ql-verdicts"),
@@ -618,6 +761,8 @@ def layout(name: str | None = None, **_kwargs: object) -> html.Div:
             ),
             html.P(id="queue-summary", className="ql-note"),
             dcc.Store(id="queue-store", data=queue),
+            dcc.Store(id="queue-xrange"),  # the shared x-range (SHARE_XRANGE_JS)
+            dcc.Store(id="queue-address"),  # the range last written to the address
             dcc.Interval(id="queue-refresh", interval=15_000),
         ]
     )
@@ -640,7 +785,7 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
     """Register the page (path ``/queue/<name>``) and its callback on ``app``; and the route
     that serves the page for a name with a line break (:class:`_AnyText`)."""
     register_page(__name__, path_template=PATH_TEMPLATE, name="Queue",
-                  title="Queue · queuelens", order=1, layout=layout)
+                  title=queue_title, order=1, layout=layout)
     server = app.server
     server.url_map.converters.setdefault("queuelens_any", _AnyText)
 
@@ -663,12 +808,33 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Input("queue-range", "value"),
         Input("queue-refresh", "n_intervals"),
         State("queue-store", "data"),
+        State("queue-xrange", "data"),
     )
-    def _refresh(range_key: str | None, _n: int | None, name: str | None) -> tuple[Any, ...]:
+    def _refresh(range_key: str | None, _n: int | None, name: str | None,
+                 xrange: object) -> tuple[Any, ...]:
+        range_key = range_key or DEFAULT_RANGE
         with ctx.refresh_budget():  # every read of the refresh shares one budget
-            view = queue_view(ctx.source, name or "", range_key or DEFAULT_RANGE, ctx.now(),
-                              ctx.settings)
-        return (*render_view(view), render_verdicts(view), int(ctx.refresh_s * 1000))
+            view = queue_view(ctx.source, name or "", range_key, ctx.now(), ctx.settings)
+        if dash.ctx.triggered_id == "queue-range":
+            xrange = None  # a new range starts unzoomed (the store is being cleared)
+        outputs = render_view(view, xrange, (name or "", range_key))
+        return (*outputs, render_verdicts(view), int(ctx.refresh_s * 1000))
+
+    clientside_callback(
+        app,
+        SHARE_XRANGE_JS % json.dumps(list(GRAPH_IDS)),
+        Output("queue-xrange", "data"),
+        *[Input(g, "relayoutData") for g in GRAPH_IDS],
+        Input("queue-range", "value"),
+        prevent_initial_call=True,
+    )
+    clientside_callback(
+        app,
+        RANGE_TO_ADDRESS_JS,
+        Output("queue-address", "data"),
+        Input("queue-range", "value"),
+        prevent_initial_call=True,
+    )
 
 
 def _no_priority(why: str | None) -> str:

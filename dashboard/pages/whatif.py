@@ -22,6 +22,14 @@ shows the simulated waits beside the formula's.
 (:func:`advisor_mark`), drawn on the three charts as a dashed purple line, beside the sweep's
 own dotted green recommendation for the typed inputs (the same count when the inputs are the
 plan's).
+State in the address (issue 21): every input of the page has a query parameter
+(:data:`URL_FIELDS`: ``/whatif?queue=replicaset&lambda=12&service=0.25&slo=1&workers=1-16``
+...). A link with them opens the page on them — they win over the measured prefill, each
+checked by :func:`parse_params` (:func:`address_inputs`: a bad one is left out with a note) —
+and each sweep writes the inputs it computed with back into the address
+(:func:`address_query`, ``history.replaceState``), so a reload keeps them and the address
+shares them. The tab title is "queuelens — what-if <queue>".
+
 Tests call :func:`measured_inputs`, :func:`parse_params`, :func:`whatif_view` and
 :func:`simulate_view` directly; the Dash callbacks are thin.
 """
@@ -29,9 +37,10 @@ Tests call :func:`measured_inputs`, :func:`parse_params`, :func:`whatif_view` an
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import dash
 from dash import Input, Output, State, dcc, html
@@ -40,11 +49,12 @@ from collectors.errors import CollectorError, ConfigError
 from collectors.types import QueueSnapshot, Source
 from dashboard import figures as fg
 from dashboard.advice import FleetAdvice, advise_fleet
-from dashboard.context import AppContext, register_page
+from dashboard.context import AppContext, clientside_callback, page_title, register_page
 from dashboard.forms import parse_number
-from dashboard.pages.queue import fmt
+from dashboard.numbers import number_text as fmt  # the one formatter, short
 from models.advisor import worker_count
 from models.errors import ModelInputError
+from models.formatting import percent_text, shown_value, sig
 from models.plan import CapacityPlan
 from models.settings import AnalysisSettings
 from models.simulate import simulate
@@ -59,6 +69,7 @@ DEFAULT_WORKERS = (1, 16)
 DEFAULT_ARRIVAL = 10.0
 DEFAULT_SERVICE = 0.25
 SLO_QUANTILES: dict[str, float | None] = {"mean": None, "p90": 0.9, "p95": 0.95, "p99": 0.99}
+CONTENTION_MODES = ("none", "usl", "ceiling")
 SIM_ARRIVALS = 100_000
 """Poisson arrivals per simulate run (bounded: ~2 events each, well under a second)."""
 SIM_KEYS = 1_000_000
@@ -139,7 +150,7 @@ def measured_inputs(source: Source | None, queue: str | None, now: float,
         ceiling, service = (sized.ceiling_per_s, sized.ceiling_cv2), sized.service_mean_s
     if usl is not None:
         contention = (usl["sigma"], usl["kappa"])
-        notes.append(f"σ = {usl['sigma']:.3g}, κ = {usl['kappa']:.3g} fitted by the USL to "
+        notes.append(f"σ = {sig(usl['sigma'])}, κ = {sig(usl['kappa'])} fitted by the USL to "
                      f"throughput vs busy workers over the range (R² = {usl['r2']:.2f}).")
     elif ceiling is None:
         notes.append("No contention fit passed the advisor's gate for this queue: type σ and "
@@ -177,6 +188,9 @@ def parse_params(
     s_mult = parse_number("work-time multiplier", service_mult, positive=True)
     cs2 = parse_number("work-time cv²", service_cv2)
     ca2 = parse_number("arrival cv²", arrival_cv2)
+    if contention is not None and contention not in CONTENTION_MODES:
+        raise ModelInputError(f"Unknown contention mode {str(contention)[:40]!r}: choose "
+                              f"{', '.join(CONTENTION_MODES)}.")
     use_usl = contention == "usl"
     sig = kap = x_star = None
     cv2_star = 1.0
@@ -313,7 +327,7 @@ def recommendation_text(params: WhatIfParams, result: WhatIfResult,
     row = next((r for r in result.rows if r.workers == rec.workers), None)
     if row is not None and row.wait_mean_s is not None:
         parts.append(f"At c = {row.workers}: mean wait {fmt(row.wait_mean_s, 's')}, p95 wait "
-                     f"{fmt(row.wait_p95_s, 's')}, utilization {100 * row.utilization:.0f}%.")
+                     f"{fmt(row.wait_p95_s, 's')}, utilization {percent_text(row.utilization)}.")
     now = worker_count(current_workers)
     if now is not None and rec.workers is not None:
         delta = rec.workers - now
@@ -398,7 +412,7 @@ def simulate_view(params: WhatIfParams, workers: float | None,
                 f" The shared ceiling is simulated as a rate limiter of "
                 f"{fmt(inp.ceiling_per_s, '/s')} (burst 1) on every pass"
                 if "dependency_qps" in shared else
-                f" The shared ceiling is simulated as one lock held for {100 * hold:.0f} % of "
+                f" The shared ceiling is simulated as one lock held for {percent_text(hold)} of "
                 "each pass") + (", a mechanism the formula's exponential station only "
                                 "approximates." if 0 < inp.ceiling_cv2 < 1 or hold > 1
                                 else ".")
@@ -421,7 +435,7 @@ def simulate_view(params: WhatIfParams, workers: float | None,
         f"({dist} work times, mean {fmt(mean_c, 's')}; seed {SIM_SEED}): mean wait "
         f"{fmt(sim.wait_mean_s, 's')} vs formula {fmt(formula.wait_mean_s, 's')}; p95 wait "
         f"{fmt(sim.wait_p95_s, 's')} vs {fmt(formula.wait_p95_s, 's')}; utilization "
-        f"{100 * sim.utilization:.0f}% vs {100 * formula.utilization:.0f}%." + caveat
+        f"{percent_text(sim.utilization)} vs {percent_text(formula.utilization)}." + caveat
         + shared_note
     )
     return SimView(text, fig)
@@ -443,10 +457,10 @@ def _num_field(label: str, input_id: str, value: float | None, step: float | str
     return html.Div(children, className="ql-field")
 
 
-def _multiplier(label: str, slider_id: str) -> html.Div:
+def _multiplier(label: str, slider_id: str, value: float = 1.0) -> html.Div:
     return html.Div(
         [html.Label(label, htmlFor=slider_id),
-         dcc.Slider(id=slider_id, min=0.25, max=4, step=0.05, value=1.0,
+         dcc.Slider(id=slider_id, min=0.25, max=4, step=0.05, value=value,
                     marks={v: f"×{v:g}" for v in (0.5, 1, 2, 3, 4)},
                     tooltip={"placement": "bottom"})],
         className="ql-field",
@@ -462,9 +476,22 @@ def _graph(graph_id: str, title: str) -> html.Div:
 
 
 def make_layout(ctx: AppContext) -> Callable[..., html.Div]:
-    """The page layout; ``?queue=NAME`` preselects a queue."""
+    """The page layout; ``?queue=NAME`` preselects a queue, the other query parameters set
+    the inputs (:func:`address_inputs`)."""
 
-    def layout(queue: str | None = None, **_kwargs: object) -> html.Div:
+    def layout(**query: object) -> html.Div:
+        address = address_inputs(query)
+        queue = address.queue
+        v: dict[str, Any] = {
+            "whatif-arrival": DEFAULT_ARRIVAL, "whatif-service": DEFAULT_SERVICE,
+            "whatif-service-cv2": 1.0, "whatif-arrival-cv2": 1.0, "whatif-arrival-mult": 1.0,
+            "whatif-service-mult": 1.0, "whatif-contention": "none", "whatif-sigma": 0.0,
+            "whatif-kappa": 0.0, "whatif-slo": ctx.slo_wait_s,
+            "whatif-slo-q": _quantile_key(ctx.settings.slo_quantile),
+            "whatif-workers": list(DEFAULT_WORKERS), "whatif-ceiling": None,
+            "whatif-ceiling-cv2": 1.0, **address.values,
+        }
+        pending = {"queue": queue, "given": sorted(address.values), "notes": address.notes}
         names = _queue_names(ctx)
         if queue and queue not in names:
             names = [queue, *names]  # kept so the page can say it is unknown
@@ -484,15 +511,18 @@ def make_layout(ctx: AppContext) -> Callable[..., html.Div]:
                                                        placeholder="type values, or pick")],
                                          className="ql-field"),
                                 _num_field("arrival rate λ", "whatif-arrival",
-                                           DEFAULT_ARRIVAL, "any", "items/s"),
+                                           v["whatif-arrival"], "any", "items/s"),
                                 _num_field("mean work time", "whatif-service",
-                                           DEFAULT_SERVICE, "any", "s"),
+                                           v["whatif-service"], "any", "s"),
                                 _num_field("work-time cv² (1 = exponential)",
-                                           "whatif-service-cv2", 1.0, "any"),
+                                           "whatif-service-cv2", v["whatif-service-cv2"],
+                                           "any"),
                                 _num_field("arrival cv² (1 = Poisson)", "whatif-arrival-cv2",
-                                           1.0, "any"),
-                                _multiplier("arrival multiplier", "whatif-arrival-mult"),
-                                _multiplier("work-time multiplier", "whatif-service-mult"),
+                                           v["whatif-arrival-cv2"], "any"),
+                                _multiplier("arrival multiplier", "whatif-arrival-mult",
+                                            v["whatif-arrival-mult"]),
+                                _multiplier("work-time multiplier", "whatif-service-mult",
+                                            v["whatif-service-mult"]),
                             ],
                             className="ql-col ql-panel",
                         ),
@@ -505,22 +535,23 @@ def make_layout(ctx: AppContext) -> Callable[..., html.Div]:
                                                        {"label": " USL σ, κ", "value": "usl"},
                                                        {"label": " shared ceiling",
                                                         "value": "ceiling"}],
-                                              value="none", inline=True,
+                                              value=v["whatif-contention"], inline=True,
                                               labelStyle={"marginRight": "1rem"})],
                                          className="ql-field"),
-                                _num_field("contention σ", "whatif-sigma", 0.0, "any"),
-                                _num_field("coherency κ", "whatif-kappa", 0.0, "any"),
-                                _num_field("shared ceiling X*", "whatif-ceiling", None, "any",
-                                           "/s"),
+                                _num_field("contention σ", "whatif-sigma", v["whatif-sigma"],
+                                           "any"),
+                                _num_field("coherency κ", "whatif-kappa", v["whatif-kappa"],
+                                           "any"),
+                                _num_field("shared ceiling X*", "whatif-ceiling",
+                                           v["whatif-ceiling"], "any", "/s"),
                                 _num_field("its cv² (1 held, 0 rate limiter)",
-                                           "whatif-ceiling-cv2", 1.0, "any"),
-                                _num_field("wait SLO", "whatif-slo", ctx.slo_wait_s, "any",
+                                           "whatif-ceiling-cv2", v["whatif-ceiling-cv2"], "any"),
+                                _num_field("wait SLO", "whatif-slo", v["whatif-slo"], "any",
                                            "s", SLO_EDGES_S),
                                 html.Div([html.Label("SLO applies to", htmlFor="whatif-slo-q"),
                                           dcc.RadioItems(id="whatif-slo-q",
                                                          options=list(SLO_QUANTILES),
-                                                         value=_quantile_key(
-                                                             ctx.settings.slo_quantile),
+                                                         value=v["whatif-slo-q"],
                                                          inline=True,
                                                          labelStyle={"marginRight": "1rem"})],
                                          className="ql-field"),
@@ -528,7 +559,7 @@ def make_layout(ctx: AppContext) -> Callable[..., html.Div]:
                                           dcc.RangeSlider(
                                               id="whatif-workers", min=WORKERS_MIN,
                                               max=WORKERS_MAX, step=1,
-                                              value=list(DEFAULT_WORKERS),
+                                              value=v["whatif-workers"],
                                               marks={v: str(v) for v in (1, 8, 16, 32, 48, 64)},
                                               tooltip={"placement": "bottom",
                                                        "always_visible": True})],
@@ -579,6 +610,12 @@ def make_layout(ctx: AppContext) -> Callable[..., html.Div]:
                 ),
                 dcc.Store(id="whatif-current-workers"),
                 dcc.Store(id="whatif-advisor"),
+                # what the address set, until the first prefill has kept it (_load)
+                dcc.Store(id="whatif-address-inputs", data=pending),
+                dcc.Store(id="whatif-address"),  # the query string the last sweep wrote
+                dcc.Store(id="whatif-address-written"),
+                dcc.Store(id="whatif-title"),
+                dcc.Store(id="whatif-title-set"),
             ]
         )
 
@@ -604,8 +641,8 @@ def prefill(measured: Measured) -> tuple[Any, ...]:
     """Callback outputs for a measured queue: λ, work time, cv², contention, σ, κ,
     worker range, current workers, notes. ``dash.no_update`` keeps typed values."""
     nu = dash.no_update
-    lam = nu if measured.arrival_rate_per_s is None else round(measured.arrival_rate_per_s, 6)
-    s = nu if measured.service_mean_s is None else round(measured.service_mean_s, 6)
+    lam = nu if measured.arrival_rate_per_s is None else shown_value(measured.arrival_rate_per_s)
+    s = nu if measured.service_mean_s is None else shown_value(measured.service_mean_s)
     ceiling: Any = nu
     ceiling_cv2: Any = nu
     sigma: Any = nu
@@ -613,11 +650,11 @@ def prefill(measured: Measured) -> tuple[Any, ...]:
     contention: Any
     if measured.ceiling is not None:
         contention = "ceiling"
-        ceiling, ceiling_cv2 = round(measured.ceiling[0], 6), measured.ceiling[1]
+        ceiling, ceiling_cv2 = shown_value(measured.ceiling[0]), measured.ceiling[1]
     elif measured.contention is not None:
         contention = "usl"
-        sigma = round(measured.contention[0], 6)
-        kappa = round(measured.contention[1], 6)
+        sigma = shown_value(measured.contention[0])
+        kappa = shown_value(measured.contention[1])
     else:  # a measured queue without a usable fit: contention off, typed σ, κ kept
         contention = "none" if measured.arrival_rate_per_s is not None else nu
         sigma, kappa = nu, nu
@@ -641,14 +678,180 @@ _SWEEP_STATE = (
 )
 
 
+# --- state in the address -------------------------------------------------------------------
+
+URL_FIELDS: tuple[tuple[str, str], ...] = (
+    ("lambda", "whatif-arrival"), ("service", "whatif-service"),
+    ("cv2", "whatif-service-cv2"), ("acv2", "whatif-arrival-cv2"),
+    ("lmult", "whatif-arrival-mult"), ("smult", "whatif-service-mult"),
+    ("contention", "whatif-contention"), ("sigma", "whatif-sigma"), ("kappa", "whatif-kappa"),
+    ("slo", "whatif-slo"), ("quantile", "whatif-slo-q"), ("workers", "whatif-workers"),
+    ("ceiling", "whatif-ceiling"), ("ccv2", "whatif-ceiling-cv2"),
+)
+"""(query parameter, input id) of every sweep input, in :data:`_SWEEP_STATE`'s order (which is
+:func:`parse_params`'). ``workers`` is written ``1-16``; ``slo=`` (empty) is "no SLO"."""
+MAX_ADDRESS_VALUE_CHARS = 40
+"""The longest value of a number or choice in the address (a float's repr has ≤ 24)."""
+MAX_ADDRESS_QUEUE_CHARS = 512
+"""The longest queue name the address may select (Kubernetes object names stop at 253; a
+controller's queue name is shorter still)."""
+_CHECK_BASE: tuple[object, ...] = (DEFAULT_ARRIVAL, DEFAULT_SERVICE, 1.0, 1.0, 1.0, 1.0, "none",
+                                   0.0, 0.0, 1.0, "p95", list(DEFAULT_WORKERS), 1.0, 1.0)
+"""A valid set of inputs that one value from the address is checked in."""
+_CHECK_MODE = {"sigma": "usl", "kappa": "usl", "ceiling": "ceiling", "ccv2": "ceiling"}
+"""The contention mode in which :func:`parse_params` reads a parameter."""
+
+
+@dataclass(frozen=True)
+class AddressInputs:
+    """What the address sets on the page: the queue, the inputs it gives and the notes."""
+
+    queue: str | None
+    values: Mapping[str, object]
+    """{input id: widget value} of the parameters that passed :func:`parse_params`."""
+    notes: tuple[str, ...] = ()
+
+
+def _widget_value(param: str, text: str) -> object:
+    """The widget value an address parameter stands for (unchecked: a text that is no number
+    stays text, for :func:`parse_params` to refuse in its own words)."""
+    if param in ("contention", "quantile"):
+        return text
+    if param == "slo" and text == "":
+        return None
+    if param == "workers":
+        ends = text.split("-")
+        return [_number_or_text(e) for e in ends] if len(ends) == 2 else text
+    return _number_or_text(text)
+
+
+def _number_or_text(text: str) -> object:
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def address_inputs(query: Mapping[str, object]) -> AddressInputs:
+    """The page's inputs from the address's query parameters (Dash pages hands them to the
+    layout). Each is checked by :func:`parse_params` in an otherwise valid set of inputs: one
+    it refuses, one longer than :data:`MAX_ADDRESS_VALUE_CHARS` or one given twice is left
+    out with a one-sentence note; unknown parameters are ignored."""
+    notes: list[str] = []
+    queue: str | None = None
+    raw_queue = query.get("queue")
+    if isinstance(raw_queue, str) and 0 < len(raw_queue) <= MAX_ADDRESS_QUEUE_CHARS:
+        queue = raw_queue
+    elif raw_queue not in (None, ""):
+        notes.append("The address's queue was not used: it is given more than once or is "
+                     f"longer than {MAX_ADDRESS_QUEUE_CHARS} characters.")
+    values: dict[str, object] = {}
+    index = {param: i for i, (param, _) in enumerate(URL_FIELDS)}
+    for param, input_id in URL_FIELDS:
+        raw = query.get(param)
+        if raw is None:
+            continue
+        if not isinstance(raw, str) or len(raw) > MAX_ADDRESS_VALUE_CHARS:
+            notes.append(f"The address's {param} was not used: it is given more than once or "
+                         f"is longer than {MAX_ADDRESS_VALUE_CHARS} characters.")
+            continue
+        value = _widget_value(param, raw)
+        trial: list[Any] = list(_CHECK_BASE)
+        trial[index[param]] = value
+        if param in _CHECK_MODE:
+            trial[index["contention"]] = _CHECK_MODE[param]
+        try:
+            parse_params(*trial)
+        except ModelInputError as exc:
+            notes.append(f"The address's {param}={raw[:MAX_ADDRESS_VALUE_CHARS]!r} was not "
+                         f"used: {exc}")
+            continue
+        if param == "workers" and isinstance(value, list):
+            lo, hi = sorted(round(float(v)) for v in value)
+            value = [lo, hi]
+        values[input_id] = value
+    if values:
+        given = ", ".join(param for param, input_id in URL_FIELDS if input_id in values)
+        notes.append(f"From the address: {given} (over the measured values).")
+    return AddressInputs(queue, values, tuple(notes))
+
+
+def _address_text(value: object) -> str:
+    """An input value as the address writes it: a number exactly (the shortest text that
+    reads back as the same float, not :func:`models.formatting.sig`'s rounding — a link must
+    reproduce the sweep), a choice as it is."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int | float):
+        number = float(value)
+        return str(int(number)) if number.is_integer() and abs(number) < 1e15 else repr(number)
+    return str(value)
+
+
+def address_query(queue: str | None, values: Sequence[object]) -> str:
+    """'?queue=…&lambda=…&…&workers=1-16' for ``values`` in :data:`URL_FIELDS`' order (the
+    sweep's inputs, which :func:`parse_params` accepted); an empty field is left out, an
+    empty SLO is written ``slo=`` ("no SLO")."""
+    pairs: list[tuple[str, str]] = []
+    if queue:
+        pairs.append(("queue", queue))
+    for (param, _), value in zip(URL_FIELDS, values, strict=True):
+        if param == "workers" and isinstance(value, list | tuple) and len(value) == 2:
+            lo, hi = sorted(round(float(v)) for v in value)
+            pairs.append((param, f"{lo}-{hi}"))
+        elif value is None or value == "":
+            if param == "slo":
+                pairs.append((param, ""))
+        else:
+            pairs.append((param, _address_text(value)))
+    return "?" + urlencode(pairs, quote_via=quote)
+
+
+PREFILL_IDS: tuple[str | None, ...] = (
+    "whatif-arrival", "whatif-service", "whatif-service-cv2", "whatif-contention",
+    "whatif-sigma", "whatif-kappa", "whatif-workers", None, None, "whatif-ceiling",
+    "whatif-ceiling-cv2",
+)
+"""The input each of :func:`prefill`'s outputs fills (None: not an input)."""
+
+
+def keep_address_values(outputs: Sequence[Any], given: Sequence[str]) -> list[Any]:
+    """:func:`prefill`'s outputs with ``dash.no_update`` for the inputs the address set (the
+    layout already holds them: the address wins over the measurement)."""
+    return [dash.no_update if input_id is not None and input_id in given else out
+            for out, input_id in zip(outputs, PREFILL_IDS, strict=True)]
+
+
+ADDRESS_JS = """
+function(search) {
+    // the sweep's inputs into the address, without a reload or a new history entry
+    if (typeof search === 'string' && search.charAt(0) === '?') {
+        window.history.replaceState(window.history.state, '',
+            window.location.pathname + search + window.location.hash);
+    }
+    return search;
+}
+"""
+TITLE_JS = """
+function(title) {
+    if (typeof title === 'string' && title) { document.title = title; }
+    return title;
+}
+"""
+
+
+def whatif_title(queue: str | None) -> str:
+    """'queuelens — what-if <queue>' ('queuelens — what-if' without one)."""
+    return page_title(f"what-if {queue}" if queue else "what-if")
+
+
 def sweep_outputs(view: WhatIfView) -> tuple[Any, ...]:
     return (view.recommendation, view.error, *view.figures)
 
 
 def register(app: dash.Dash, ctx: AppContext) -> None:
     """Register the page (path ``/whatif``) and its callbacks on ``app``."""
-    register_page(__name__, path=PATH, name="What-if", title="What-if · queuelens",
-                  order=2, layout=make_layout(ctx))
+    register_page(__name__, path=PATH, name="What-if", order=2, layout=make_layout(ctx))
 
     @app.callback(
         Output("whatif-arrival", "value"),
@@ -662,21 +865,32 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Output("whatif-notes", "children"),
         Output("whatif-ceiling", "value"),
         Output("whatif-ceiling-cv2", "value"),
+        Output("whatif-address-inputs", "data"),
         Input("whatif-queue", "value"),
+        State("whatif-address-inputs", "data"),
     )
-    def _load(queue: str | None) -> tuple[Any, ...]:
+    def _load(queue: str | None, pending: object) -> tuple[Any, ...]:
         with ctx.refresh_budget():
-            return prefill(measured_inputs(ctx.source, queue, ctx.now(), ctx.settings))
+            outputs = list(prefill(measured_inputs(ctx.source, queue, ctx.now(),
+                                                   ctx.settings)))
+        if isinstance(pending, dict) and pending.get("queue") == queue:
+            # the page's first load: what the address gave wins over the measurement
+            given = [g for g in pending.get("given") or [] if isinstance(g, str)]
+            notes = [html.Li(str(n)) for n in (pending.get("notes") or [])[:len(URL_FIELDS) + 2]]
+            outputs = keep_address_values(outputs, given)
+            outputs[8] = [*outputs[8], *notes]
+        return (*outputs, None)
 
     @app.callback(
         Output("whatif-advice", "children"),
         Output("whatif-advisor", "data"),
+        Output("whatif-title", "data"),
         Input("whatif-queue", "value"),
     )
-    def _advise(queue: str | None) -> tuple[Any, int | None]:
+    def _advise(queue: str | None) -> tuple[Any, int | None, str]:
         with ctx.refresh_budget():
             mark = advisor_mark(ctx.source, queue, ctx.now(), ctx.settings)
-        return render_advisor(mark), mark.workers
+        return render_advisor(mark), mark.workers, whatif_title(queue)
 
     @app.callback(
         Output("whatif-recommendation", "children"),
@@ -684,18 +898,31 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Output("whatif-wait-graph", "figure"),
         Output("whatif-slo-graph", "figure"),
         Output("whatif-throughput-graph", "figure"),
+        Output("whatif-address", "data"),
         *[Input(i, p) for i, p in _SWEEP_STATE],
         Input("whatif-current-workers", "data"),
         Input("whatif-advisor", "data"),
+        State("whatif-queue", "value"),
     )
     def _sweep(*values: Any) -> tuple[Any, ...]:
+        inputs, current, advisor, queue = values[:-3], values[-3], values[-2], values[-1]
+        queue = queue if isinstance(queue, str) else None
         try:
-            params = parse_params(*values[:-2],
+            params = parse_params(*inputs,
                                   utilization_target=ctx.settings.thresholds.util_target)
         except ModelInputError as exc:
-            return sweep_outputs(_empty_view(str(exc)))
-        advised = values[-1] if isinstance(values[-1], int) else None
-        return sweep_outputs(whatif_view(params, values[-2], advised))
+            return (*sweep_outputs(_empty_view(str(exc))), dash.no_update)
+        advised = advisor if isinstance(advisor, int) else None
+        view = whatif_view(params, current, advised)
+        workers = f"{params.inputs.workers_min}-{params.inputs.workers_max}"
+        for fig in view.figures:  # a new queue or worker range starts unzoomed
+            fg.set_uirevision(fig, queue or "", workers)
+        return (*sweep_outputs(view), address_query(queue, inputs))
+
+    clientside_callback(app, ADDRESS_JS, Output("whatif-address-written", "data"),
+                        Input("whatif-address", "data"), prevent_initial_call=True)
+    clientside_callback(app, TITLE_JS, Output("whatif-title-set", "data"),
+                        Input("whatif-title", "data"), prevent_initial_call=True)
 
     @app.callback(
         Output("whatif-sim-result", "children"),
