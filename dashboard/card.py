@@ -19,6 +19,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from dash import dcc, html
 
@@ -27,9 +28,10 @@ from collectors.types import QueueSnapshot
 from dashboard import plan_figures as pf
 from dashboard.plan_words import change_notes, change_wait_text, plan_facts, rate_text
 from models.change import ChangeCheck
+from models.formatting import number_text
 from models.plan import CapacityPlan
 
-__all__ = ["EVIDENCE_SIGNALS", "Evidence", "plan_evidence", "render_plan_card"]
+__all__ = ["EVIDENCE_SIGNALS", "Evidence", "graph_href", "plan_evidence", "render_plan_card"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ EVIDENCE_SIGNALS: tuple[tuple[str, str, str], ...] = (
 
 
 def _value(value: float | None, unit: str) -> str:
-    return "no data" if value is None else f"{value:.3g}{unit}"
+    return number_text(value, unit.strip())
 
 
 def plan_evidence(q: QueueSnapshot, plan: CapacityPlan, profile: Profile | None
@@ -120,15 +122,30 @@ def _change_panel(change: ChangeCheck) -> html.Div:
     ], id="plan-change", className="ql-change")
 
 
-def _evidence_table(items: Sequence[Evidence]) -> html.Table:
+def graph_href(source: str, promql: str) -> str | None:
+    """The PromQL on the source's own graph page (``<url>/graph?g0.expr=…&g0.tab=0``, which
+    Prometheus, Thanos Query and VictoriaMetrics all serve) when the source is an http(s) URL —
+    the app's display URL, which never carries credentials — else None (the demo)."""
+    parts = urlsplit(source)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    base = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+    return f"{base}/graph?{urlencode({'g0.expr': promql, 'g0.tab': '0'})}"
+
+
+def _evidence_table(items: Sequence[Evidence], source: str = "") -> html.Table:
     rows = []
     for i, e in enumerate(items):
         code_id = f"plan-promql-{i}"
+        href = graph_href(source, e.promql)
+        link = [html.A("graph", href=href, target="_blank", rel="noopener noreferrer",
+                       className="ql-graph-link", title="open this PromQL in the source's "
+                       "graph page")] if href else []
         rows.append(html.Tr([
             html.Th(e.label, scope="row"), html.Td(e.value, className="ql-value"),
             html.Td([html.Code(e.promql, id=code_id, className="ql-promql"),
                      dcc.Clipboard(target_id=code_id, title="copy the PromQL",
-                                   className="ql-copy")]),
+                                   className="ql-copy"), *link]),
         ]))
     return html.Table([html.Thead(html.Tr([html.Th("evidence"), html.Th("value"),
                                            html.Th("PromQL")])),
@@ -181,7 +198,7 @@ def render_plan_card(plan: CapacityPlan, evidence: Sequence[Evidence], source: s
     children.append(charts)
     if plan.change is not None:
         children.append(_change_panel(plan.change))
-    children += [html.H3("Evidence"), _evidence_table(evidence)]
+    children += [html.H3("Evidence"), _evidence_table(evidence, source)]
     if plan.caveats:
         children += [html.H3("Caveats"),
                      html.Ul([html.Li(c) for c in plan.caveats], id="plan-caveats")]

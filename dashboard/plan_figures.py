@@ -22,6 +22,7 @@ import math
 
 from dashboard import figures as fg
 from dashboard.plan_words import rate_text
+from models.formatting import number_text
 from models.plan import CapacityPlan
 
 __all__ = ["DECISIVE_TITLE", "WAIT_TITLE", "decisive_figure", "plan_wait_figure"]
@@ -36,16 +37,32 @@ def _trace(**trace: object) -> dict[str, object]:
     return {"type": "scatter", **trace}
 
 
+LABEL_LINE_PX = 17
+"""One line of a 12 px annotation: the recommended count's label sits this far under the
+current count's, so the two never overlap however close the counts are."""
+
+
+def _side(x: float, right_edge: float) -> str:
+    """A count's label reads to the right of its line, or to the left in the right quarter of
+    the axis (where it would run off the plot)."""
+    return "top left" if right_edge > 0 and x > 0.75 * right_edge else "top right"
+
+
 def _mark_counts(fig: fg.Figure, plan: CapacityPlan) -> None:
+    """The current and the recommended count as vertical lines, each labelled: the labels on
+    two lines (the recommended one below), each on the side of its line with room."""
+    edge = float(max([*(r.workers for r in plan.rows), plan.workers_now or 0,
+                      plan.recommended_workers or 0, 1]))
     if plan.workers_now is not None:
         fg.add_vline(fig, plan.workers_now, {"color": fg.GREY, "width": 1.5, "dash": "dot"},
-                     text=f"now c = {plan.workers_now}", position="top left",
-                     text_color=fg.GREY)
+                     text=f"now c = {plan.workers_now}",
+                     position=_side(plan.workers_now, edge), text_color=fg.GREY)
     if plan.recommended_workers is not None and plan.recommended_workers != plan.workers_now:
         fg.add_vline(fig, plan.recommended_workers, {"color": fg.GREEN, "width": 2,
                                                      "dash": "dash"},
                      name="recommended", text=f"recommended c = {plan.recommended_workers}",
-                     position="top right", text_color=fg.GREEN)
+                     position=_side(plan.recommended_workers, edge), text_color=fg.GREEN,
+                     text_yshift=-LABEL_LINE_PX if plan.workers_now is not None else None)
 
 
 def decisive_figure(plan: CapacityPlan) -> fg.Figure:
@@ -63,35 +80,61 @@ def decisive_figure(plan: CapacityPlan) -> fg.Figure:
             x=line_x, y=[x / plan.service_mean_s for x in line_x],
             name="linear scaling c / E[S]", mode="lines",
             line={"color": fg.GREY, "dash": "dot", "width": 1.5},
-            hovertemplate="linear %{y:.4g}/s<extra></extra>"))
+            hovertemplate="linear %{y:,.3~r}/s<extra></extra>"))
     if plan.measured_busy_workers:
         fig["data"].append(_trace(
             x=list(plan.measured_busy_workers), y=list(plan.measured_throughput_per_s),
             name=MEASURED_NAME, mode="markers",
             marker={"color": fg.BLUE, "size": 6, "opacity": 0.6},
-            hovertemplate="busy %{x:.3g}, throughput %{y:.4g}/s<extra></extra>"))
+            hovertemplate="busy %{x:,.3~r}, throughput %{y:,.3~r}/s<extra></extra>"))
     if plan.rows:
         fig["data"].append(_trace(
             x=xs, y=[r.throughput_per_s for r in plan.rows],
             name="plan: throughput at the design demand", mode="lines+markers",
             line={"color": fg.ORANGE, "width": 2},
-            hovertemplate="c = %{x}: %{y:.4g}/s<extra></extra>"))
+            hovertemplate="c = %{x}: %{y:,.3~r}/s<extra></extra>"))
         fitted = [r.throughput_fit_per_s for r in plan.rows]
         if any(v is not None for v in fitted):
             fig["data"].append(_trace(
                 x=xs, y=fitted, name="USL fit of the measured points", mode="lines",
                 line={"color": fg.VERMILLION, "width": 2},
-                hovertemplate="USL %{y:.4g}/s<extra></extra>"))
+                hovertemplate="USL %{y:,.3~r}/s<extra></extra>"))
     if plan.demand_per_s is not None:
         fg.add_hline(fig, plan.demand_per_s, {"color": fg.ORANGE, "dash": "dash"},
-                     text=f"design demand {fg.format_number(plan.demand_per_s)}/s",
+                     text=f"design demand {number_text(plan.demand_per_s, '/s')}",
                      position="bottom right", text_color=fg.ORANGE)
     if plan.ceiling_per_s is not None:
         fg.add_hline(fig, plan.ceiling_per_s, {"color": fg.VERMILLION, "width": 1.5},
-                     text=f"ceiling {fg.format_number(plan.ceiling_per_s)}/s",
+                     text=f"ceiling {number_text(plan.ceiling_per_s, '/s')}",
                      position="top left", text_color=fg.VERMILLION)
+    _fit_y(fig, plan)
     _mark_counts(fig, plan)
     return fig
+
+
+LINEAR_OFF_CHART = 3.0
+"""The linear-scaling line may leave the chart when it would stretch the axis to more than
+this many times what the queue does: a 0–500 axis flattens a queue at 3/s to its floor."""
+
+
+def _fit_y(fig: fg.Figure, plan: CapacityPlan) -> None:
+    """The y-axis fits the queue — its measured throughput, the plan's rows, the design demand,
+    the ceiling and the linear line up to the recommended count — not the linear line out to
+    the largest count of the sweep."""
+    shown = [v for v in (*plan.measured_throughput_per_s,
+                         *(r.throughput_per_s for r in plan.rows),
+                         *(r.throughput_fit_per_s for r in plan.rows),
+                         plan.demand_per_s, plan.ceiling_per_s)
+             if v is not None and math.isfinite(v) and v > 0]
+    linear = [max(t["y"]) for t in fig["data"] if t.get("name") == "linear scaling c / E[S]"]
+    if not shown or not linear or linear[0] <= LINEAR_OFF_CHART * max(shown):
+        return
+    top = 1.6 * max(shown)
+    if plan.recommended_workers is not None and plan.service_mean_s:
+        # the linear line stays in view up to the recommended count: the slope it is sized on
+        top = max(top, 1.05 * plan.recommended_workers / plan.service_mean_s)
+    if top < linear[0]:
+        fig["layout"]["yaxis"]["range"] = [0, top]
 
 
 def plan_wait_figure(plan: CapacityPlan) -> fg.Figure:
@@ -124,14 +167,14 @@ def plan_wait_figure(plan: CapacityPlan) -> fg.Figure:
     fig["data"] += [
         _trace(x=xs, y=positive([r.wait_mean_s for r in rows]), name="mean wait",
                     mode="lines+markers", line={"color": fg.BLUE, "width": 2.5},
-                    hovertemplate="mean %{y:.3g} s<extra></extra>"),
+                    hovertemplate="mean %{y:,.3~r} s<extra></extra>"),
         _trace(x=xs, y=positive([r.wait_p95_s for r in rows]), name="p95 wait",
                     mode="lines+markers", line={"color": fg.VERMILLION, "width": 2},
-                    hovertemplate="p95 %{y:.3g} s<extra></extra>"),
+                    hovertemplate="p95 %{y:,.3~r} s<extra></extra>"),
     ]
     slo = plan.settings.slo_wait_s
     fg.add_hline(fig, slo, {"color": fg.GREEN, "dash": "dash"},
-                 text=f"SLO {fg.format_number(slo, 4)} s", position="top right",
+                 text=f"SLO {number_text(slo, 's')}", position="top right",
                  text_color=fg.GREEN)
     # waits far below the SLO say nothing more: the axis stops 4 decades under it
     shown = [v for r in rows for v in (r.wait_mean_s, r.wait_p95_s, r.wait_p95_hi_s)

@@ -112,15 +112,58 @@ def _detected(p: ProcessReport) -> html.Table:
                       className="ql-evidence")
 
 
+_FIX_ORDER = {"missing": 0, "malformed": 1, "empty": 2}
+"""What to fix first: a missing signal costs whole verdicts, a malformed one gives wrong
+numbers until fixed, an empty one may only mean nothing happened in the hour."""
+
+
+def fix_groups(report: DoctorReport) -> list[tuple[SignalReport, list[str]]]:
+    """Each gap once — (the signal's report, the processes it is a gap in) — the gaps that
+    cost the most first (status, then how many processes, then what it costs): a fleet of
+    30 processes missing the same metric is one entry with one fix, not 30 tables."""
+    groups: dict[tuple[str, str, str], tuple[SignalReport, list[str]]] = {}
+    where = [("the fleet", report.signals)] + [(p.labels_text, p.signals)
+                                               for p in report.processes]
+    for name, signals in where:
+        for sig_report in signals:
+            if sig_report.status == "ok":
+                continue
+            key = (sig_report.signal, sig_report.status, sig_report.fix or "")
+            groups.setdefault(key, (sig_report, []))[1].append(name)
+    return sorted(groups.values(), key=lambda g: (_FIX_ORDER.get(g[0].status, 3), -len(g[1]),
+                                                  -len(g[0].costs), g[0].signal))
+
+
+def _fix_first(report: DoctorReport) -> html.Section:
+    groups = fix_groups(report)
+    if not groups:
+        return html.Section([html.H2("Nothing to fix"), html.P(
+            "Every signal of the contract is there for every process.")],
+            className="ql-card", id="doctor-fix-first")
+    items = [html.Li([html.Strong(f"{s.signal}: {s.status}"), f" — {s.detail} ",
+                      html.Span(f"({len(where)} of {len(report.processes) + 1} places: "
+                                f"{', '.join(where[:3])}{' …' if len(where) > 3 else ''})",
+                                className="ql-muted"),
+                      _fix_cell(s, f"first-fix-{i}")])
+             for i, (s, where) in enumerate(groups)]
+    return html.Section([html.H2("What to fix first"), html.Ol(items)], className="ql-card",
+                        id="doctor-fix-first")
+
+
 def report_children(report: DoctorReport) -> list[Any]:
-    """The page's content for a report (no source call): fleet first, then each process."""
-    out: list[Any] = [html.Section([html.H2("Fleet"), signal_table(report.signals, "fleet")],
-                                   className="ql-card")]
+    """The page's content for a report (no source call): what to fix first, each gap once;
+    then the fleet and each process, folded (a process's table lists every signal)."""
+    out: list[Any] = [_fix_first(report),
+                      html.Details([html.Summary("Fleet-wide signals"),
+                                    signal_table(report.signals, "fleet")],
+                                   className="ql-card", open=False)]
     for i, p in enumerate(report.processes):
-        out.append(html.Section(
-            [html.H2(f"Process {p.labels_text}"), _detected(p),
+        counts = p.counts()
+        gaps = ", ".join(f"{n} {st}" for st, n in counts.items() if n and st != "ok")
+        out.append(html.Details(
+            [html.Summary(f"Process {p.labels_text} — {gaps or 'all ok'}"), _detected(p),
              signal_table(p.signals, f"p{i}")],
-            className="ql-card", id=f"doctor-process-{i}"))
+            className="ql-card", id=f"doctor-process-{i}", open=False))
     if report.warnings:
         out.append(html.Div([html.P(w) for w in report.warnings], className="ql-note"))
     return out

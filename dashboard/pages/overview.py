@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -50,12 +50,14 @@ from dashboard.advice import (
     source_poll_periods,
 )
 from dashboard.context import AppContext, register_page
-from dashboard.figures import SPARK_BLOCKS, format_number, spark_log_top, sparklines_text
-from dashboard.numbers import snapshot_quantile_text
+from dashboard.figures import SPARK_BLOCKS, spark_log_top, sparklines_text
+from dashboard.numbers import sig, snapshot_quantile_text
 from dashboard.plan_words import binding_label, workers_text
 from models.advisor import SEVERITIES
 from models.errors import ModelInputError
+from models.formatting import count_text, percent_text
 from models.settings import DEFAULT_RANGE_S, AnalysisSettings, describe_duration
+from models.verdicts.kinds import KIND_WORDS
 
 PATH = "/"
 GRID_ID = "overview-table"
@@ -137,9 +139,9 @@ def spark_scale(peaks: Collection[float]) -> str:
     top = spark_log_top(np.array(list(peaks), dtype=np.float64), SPARK_FLOOR)
     ratio = (top / SPARK_FLOOR) ** (1 / (len(SPARK_BLOCKS) - 1))
     return (f"Depth sparklines share one log scale: {SPARK_BLOCKS[0]} ≤ "
-            f"{format_number(SPARK_FLOOR)} items, {SPARK_BLOCKS[-1]} = "
-            f"{format_number(top, 1)} items (the fleet's peak), each block ×"
-            f"{format_number(ratio, 2)} the one below; a blank is a missing sample.")
+            f"{sig(SPARK_FLOOR)} items, {SPARK_BLOCKS[-1]} = "
+            f"{sig(top)} items (the fleet's peak), each block ×"
+            f"{sig(ratio)} the one below; a blank is a missing sample.")
 
 
 def rows_scale(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -226,7 +228,7 @@ def overview_rows(
         rows.append({
             "queue_name": q.queue,
             "queue_href": queue_href(q.queue),
-            "status": ", ".join(v.kind for v in found) or NO_VERDICT,
+            "status": ", ".join(KIND_WORDS[v.kind] for v in found) or NO_VERDICT,
             "severity": severity,
             "severity_rank": rank[severity],
             "verdict_summary": summary,
@@ -241,7 +243,7 @@ def overview_rows(
             "depth_current": _num(q.depth_current, 1),
             "sparkline": sparks.get(q.queue, NO_DATA),
             "depth_peak": peak,
-            "sparkline_tip": (f"peak depth {format_number(peak, 2)} items over the last "
+            "sparkline_tip": (f"peak depth {sig(peak)} items over the last "
                               f"{describe_duration(range_s)}" if peak is not None
                               else "no depth history"),
             "queue_wait_p95_s": _num(q.queue_wait_p95_s, 4),
@@ -252,6 +254,8 @@ def overview_rows(
             "errors_per_s": _num(q.errors_per_s),
             "api_calls_per_s": _num(q.api_calls_per_s, 2),
         })
+    for row in rows:
+        row.update(cell_texts(row))
     rows.sort(key=lambda r: (r["severity_rank"], r["queue_name"]))
     return rows
 
@@ -309,36 +313,73 @@ _MONO = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 QUEUE_WIDTH = 150
 """Width of the (pinned) name column; a longer name ends in an ellipsis, its tooltip is whole."""
 
-NUMBER_FORMAT = ".3~r"
-"""d3-format of every number cell: three significant digits in decimal notation (15.2,
-0.729, 1230, 0.00006), never an exponent; the row data keep more digits for sorting."""
+HEADER_CHAR_PX = 7.5
+"""Width of one character of a 13 px bold header (DejaVu Sans, the widest of the fonts the
+page falls back to), with a margin."""
+HEADER_PAD_PX = 20
+"""A header's padding, its sort arrow and its filter button's room."""
+
+
+def _fit_header(header: str, min_width: int) -> int:
+    """The column's minimum width: at least its longest header word, so a header can wrap
+    between words but never inside one (queuelens.css has no mid-word break)."""
+    longest = max(len(w) for w in header.split())
+    return max(min_width, round(longest * HEADER_CHAR_PX + HEADER_PAD_PX))
 
 
 def _number(field: str, header: str, min_width: int, tip: str = "") -> dict[str, Any]:
+    """A number column: sorted and filtered on the number, shown as the one formatter wrote
+    it (``<field>_text``, :mod:`models.formatting`: '15.1', '8,330', '73 %', '< 0.001')."""
+    min_width = _fit_header(header, min_width)
     # numbers filter from the header's filter button (greater than, between…), which
     # queuelens.css overlays on hover: a floating filter or a permanent button in every
     # narrow header would take the room the grid needs to fit
     col: dict[str, Any] = {"field": field, "headerName": header, "minWidth": min_width,
                            "flex": min_width, "type": "rightAligned",
                            "filter": "agNumberColumnFilter", "cellDataType": "number",
-                           "valueFormatter": {"function": "params.value == null ? '' : "
-                                              f"d3.format('{NUMBER_FORMAT}')(params.value)"}}
+                           "valueFormatter": {"function": f"params.data ? params.data.{field}"
+                                              "_text : ''"}}
     if tip:
         col["headerTooltip"] = tip
     return col
 
 
+P95_MIN_WIDTH = 90
+"""A p95 cell's widest text, '0.01–0.1 s' (a decade bucket in its compact form), in 13 px."""
+
+
 def _quantile(field: str, header: str, tip: str) -> dict[str, Any]:
     """A p95 column: sorted and filtered on the number, shown as its bucket allows
     (``<field minus _s>_text``, :func:`dashboard.numbers.quantile_text` in its compact form)."""
-    col = _number(field, header, 78, tip)
+    col = _number(field, header, P95_MIN_WIDTH, tip)
     text = field.removesuffix("_s") + "_text"
     col["valueFormatter"] = {"function": f"params.data ? params.data.{text} : ''"}
     col["tooltipField"] = text
     return col
 
 
+_CELL_TEXT: dict[str, Callable[[float | None], str]] = {
+    "arrival_rate_per_s": lambda v: _blank(v, sig), "demand_per_s": lambda v: _blank(v, sig),
+    "throughput_per_s": lambda v: _blank(v, sig), "workers": lambda v: _blank(v, count_text),
+    "busy_workers": lambda v: _blank(v, sig),
+    "utilization_pct": lambda v: _blank(None if v is None else v / 100, percent_text),
+    "depth_current": lambda v: _blank(v, sig), "retries_per_s": lambda v: _blank(v, sig),
+    "errors_per_s": lambda v: _blank(v, sig), "api_calls_per_s": lambda v: _blank(v, sig),
+}
+"""The text of each number cell (the header carries the unit: 'adds /s', 'busy %')."""
+
+
+def _blank(value: float | None, write: Callable[[float], str]) -> str:
+    return "" if value is None else write(value)
+
+
+def cell_texts(row: Mapping[str, Any]) -> dict[str, str]:
+    """``{<field>_text: text}`` of a row's number cells, by the one formatter."""
+    return {f"{field}_text": write(row.get(field)) for field, write in _CELL_TEXT.items()}
+
+
 def _text(field: str, header: str, min_width: int, tip: str = "") -> dict[str, Any]:
+    min_width = _fit_header(header, min_width)
     col: dict[str, Any] = {"field": field, "headerName": header, "minWidth": min_width,
                            "flex": min_width, "filter": "agTextColumnFilter",
                            "floatingFilter": True, "cellDataType": "text"}
@@ -355,12 +396,12 @@ def column_defs(range_s: float = SPARK_RANGE_S) -> list[dict[str, Any]]:
     # pinned (stays in view if a narrow window scrolls): pinned columns do not flex
     queue.update(cellRenderer="QueueLink", pinned="left", lockPinned=True, width=QUEUE_WIDTH,
                  flex=None, tooltipField="queue_name")
-    verdict = _text("status", "verdict", 144,
+    verdict = _text("status", "verdict", 132,
                     "the advisor's verdicts, most important first; the colour is the first "
                     "verdict's severity (critical, warning, info, ok). Hover a cell for the "
                     "verdict in words; the queue page has the evidence")
     verdict.update(
-        tooltipField="verdict_tip",
+        tooltipField="verdict_tip", wrapText=True, autoHeight=True,
         # the column sorts by severity (then by the verdicts' text), not alphabetically
         comparator={"function": "bySeverity"},
         cellStyle={"styleConditions": [
@@ -371,13 +412,13 @@ def column_defs(range_s: float = SPARK_RANGE_S) -> list[dict[str, Any]]:
     workers = _text("workers_advice", "plan c", 60,
                     "the capacity plan's worker count: now → recommended (one number: keep it)")
     workers.update(floatingFilter=False, filter=False, cellStyle={"textAlign": "right"})
-    limit = _text("binding", "limit", 96, "what limits the queue's throughput (the binding "
+    limit = _text("binding", "limit", 86, "what limits the queue's throughput (the binding "
                   "limit of the capacity plan); hover a cell for the explanation")
-    limit.update(tooltipField="binding_text")
+    limit.update(tooltipField="binding_text", wrapText=True, autoHeight=True)
     spark = _text("sparkline", f"last {describe_duration(range_s)} (log)", 172,
                   f"queue depth over the last {describe_duration(range_s)}, on ONE "
                   f"logarithmic scale shared by all queues: the lowest block is ≤ "
-                  f"{format_number(SPARK_FLOOR)} items, the full block the fleet's peak "
+                  f"{sig(SPARK_FLOOR)} items, the full block the fleet's peak "
                   "(stated under the table); a blank is a missing sample")
     spark.update(sortable=False, filter=False, floatingFilter=False, maxWidth=220,
                  tooltipField="sparkline_tip",

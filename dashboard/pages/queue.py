@@ -141,6 +141,11 @@ def signal_series(range_data: RangeData, queue: str) -> dict[str, Series]:
     return out
 
 
+NO_BACKLOG_ITEMS = 0.5
+"""A time-averaged depth under half an item is an empty queue with the odd key passing
+through: the readout says the backlog is empty rather than "clears in < 0.001 s"."""
+
+
 def fluid_projection(
     q: QueueSnapshot, now: float, horizon_s: float
 ) -> tuple[Series | None, str]:
@@ -171,7 +176,7 @@ def fluid_projection(
         )
     if clear is None:
         return series, head + "λ = c·μ: the backlog stays where it is."
-    if clear == 0:
+    if clear == 0 or q0 < NO_BACKLOG_ITEMS:
         return series, head + (
             "the backlog is empty and λ < c·μ, so it stays empty; short waits come from "
             "randomness, which the fluid view leaves out (see the M/M/c estimate)."
@@ -236,11 +241,17 @@ def model_fit(q: QueueSnapshot) -> tuple[str, ...]:
         f"p95 wait: observed {fmt(q.queue_wait_p95_s, 's')} · M/M/c model "
         f"{fmt(model_p95, 's')}{_versus(q.queue_wait_p95_s, model_p95)}",
         f"Model inputs: λ = {fmt(lam, '/s')}, mean work time {fmt(s, 's')}, c = {workers}, "
-        f"ρ = {fmt(float(res.utilization))}, P(wait) = {fmt(float(res.p_wait))}. The estimate "
+        f"ρ = {fmt(float(res.utilization))}, P(wait) {_equals(float(res.p_wait))}. The estimate "
         "assumes Poisson arrivals and exponential work times and ignores coalescing and "
         "retries; a large gap means those assumptions do not hold for this queue.",
     ]
     return tuple(lines)
+
+
+def _equals(value: float) -> str:
+    """'= 0.25', or '< 0.001' without a '=' before it."""
+    text = fmt(value)
+    return text if text.startswith(("<", ">")) else f"= {text}"
 
 
 def _versus(observed: float | None, model: float) -> str:
@@ -570,13 +581,21 @@ def queue_title(name: str | None = None, **_kwargs: object) -> str:
 
 # --- rendering ----------------------------------------------------------------------------
 
+def _shown_value(value: str) -> str:
+    """A measure whose every part is missing reads 'not measured' once, not 'no data ·
+    no data requests in flight · writes no data · …' (the note says what is missing)."""
+    parts = value.split(" · ")
+    return "not measured" if all(p.startswith(fmt(None)) or p.endswith(fmt(None))
+                                 or f"{fmt(None)} " in p for p in parts) else value
+
+
 def render_measures(items: tuple[Measure, ...]) -> Any:
     if not items:
         return ""
     rows = [
         html.Tr([html.Th(m.label, scope="row", style={"textAlign": "left",
                                                        "paddingRight": "1rem"}),
-                 html.Td(m.value, title=m.note, className="ql-value"),
+                 html.Td(_shown_value(m.value), title=m.note, className="ql-value"),
                  html.Td(m.note, className="ql-note")])
         for m in items
     ]
@@ -743,7 +762,7 @@ def layout(name: str | None = None, **query: object) -> html.Div:
                     html.Div(
                         [html.H2("Measure these together before adding workers"),
                          html.Div(id="queue-measures")],
-                        className="ql-col ql-panel",
+                        className="ql-col-wide ql-panel",
                     ),
                     html.Div(
                         [html.H2("Does the M/M/c model fit this queue?"),

@@ -68,7 +68,7 @@ def test_overview_grid_fits_sorts_filters_and_links_to_queue_pages(browser: Brow
     assert _rows(browser)[0] in {"dnsrecord", "replicaset"}  # the two critical queues
     status = driver.find_element(
         By.CSS_SELECTOR, '#overview-table .ag-row[row-id="dnsrecord"] .ag-cell[col-id="status"]')
-    assert status.text.startswith("retry_storm")
+    assert status.text.startswith("retry storm")
     assert status.value_of_css_property("background-color") == "rgba(179, 38, 30, 1)"
 
     # sparklines: 25 blocks each, and the shared scale stated under the grid

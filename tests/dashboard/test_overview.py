@@ -33,9 +33,9 @@ def test_badges_are_the_advisors_verdicts_on_the_demo() -> None:
     assert error == ""
     assert src.fetches == 2  # the advisor shares the sparklines' range read
     by = {r["queue_name"]: r for r in rows}
-    assert by["replicaset"]["status"].split(", ")[0] == "add_workers"
-    assert by["dnsrecord"]["status"].split(", ")[0] == "retry_storm"
-    assert by["ingress"]["status"].split(", ")[0] == "hot_key"
+    assert by["replicaset"]["status"].split(", ")[0] == "more workers"
+    assert by["dnsrecord"]["status"].split(", ")[0] == "retry storm"
+    assert by["ingress"]["status"].split(", ")[0] == "hot key"
     assert by["deployment"]["status"] == "healthy"
     assert by["deployment"]["severity"] == "ok"
     assert by["dnsrecord"]["severity"] == "critical"
@@ -44,7 +44,9 @@ def test_badges_are_the_advisors_verdicts_on_the_demo() -> None:
     assert ranks == sorted(ranks)
     assert [r["severity_rank"] for r in rows] == ranks
     assert "fail" in by["dnsrecord"]["verdict_summary"]
-    assert by["dnsrecord"]["verdict_tip"].endswith(by["dnsrecord"]["status"])
+    # the cell says the kinds in words; the tooltip also names their ids
+    assert by["dnsrecord"]["verdict_tip"].endswith("retry_storm") or \
+        "retry_storm, " in by["dnsrecord"]["verdict_tip"]
     assert "critical" in summary
     # the settings every surface states
     assert "plans from the last 2 h (a point every 60 s), rates over 5 min, p95 wait ≤ 1 s" \
@@ -92,7 +94,7 @@ def test_queue_without_data_gets_insufficient_data_not_a_guess() -> None:
     snap = _snap(QueueSnapshot(queue="empty"))
     advice = overview.fleet_advice(snap, None)
     rows = overview.overview_rows(snap, {}, advice)
-    assert rows[0]["status"].startswith("insufficient_data")
+    assert rows[0]["status"].startswith("too little data")
 
 
 @pytest.mark.parametrize(
@@ -184,7 +186,14 @@ def test_columns_are_grouped_and_fit_a_1400px_window() -> None:
 def test_numbers_show_three_significant_digits() -> None:
     leaves = {c["field"]: c for c in _leaves(overview.column_defs())}
     formatter = leaves["arrival_rate_per_s"]["valueFormatter"]["function"]
-    assert "d3.format('.3~r')" in formatter
+    # the cell shows the text the one formatter wrote for it (models.formatting)
+    assert "params.data.arrival_rate_per_s_text" in formatter
+    rows = overview.overview_rows(Snapshot(at=0.0, window_s=300.0, source="t", queues=(
+        QueueSnapshot(queue="q", arrival_rate_per_s=16.003, utilization=0.8985,
+                      workers=4.0),)))
+    assert rows[0]["arrival_rate_per_s_text"] == "16"
+    assert rows[0]["utilization_pct_text"] == "90 %"
+    assert rows[0]["workers_text"] == "4"
     assert leaves["arrival_rate_per_s"]["filter"] == "agNumberColumnFilter"
     # a p95 sorts on its number but shows what its bucket supports
     p95 = leaves["queue_wait_p95_s"]

@@ -1,0 +1,106 @@
+"""What a user sees, measured in real headless Chromium (issue 21): the card's options agree
+with its rule on every demo queue; the fleet grid cuts no text at 1400 and 1024 px; the
+decisive chart's labels overlap neither each other nor the title; an unknown path is a page
+that says so."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from typing import Any
+
+import pytest
+
+from collectors.demo import DemoSource
+from dashboard.cli import main
+from tests.support.browser import DEMO_AT_S, Browser
+
+pytestmark = pytest.mark.browser
+
+_CLIPPED = """
+const out = [];
+const sel = '#overview-table .ag-header-cell-text, #overview-table .ag-header-group-text, ' +
+            '#overview-table .ag-center-cols-container .ag-cell-value';
+for (const el of document.querySelectorAll(sel)) {
+  const text = el.innerText.trim();
+  if (!text) continue;
+  if (el.scrollWidth > el.clientWidth + 1) out.push([text, el.scrollWidth, el.clientWidth]);
+}
+return out;
+"""
+
+_BOXES = """
+const root = document.getElementById(arguments[0]);
+if (!root || !root.querySelector('.main-svg')) return null;
+const boxes = [];
+for (const el of root.querySelectorAll('.annotation-text, .gtitle')) {
+  const r = el.getBoundingClientRect();
+  if (r.width > 0) boxes.push([el.textContent, r.left, r.top, r.right, r.bottom]);
+}
+return boxes;
+"""
+
+
+@pytest.fixture(scope="module")
+def plans() -> dict[str, dict[str, Any]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["advise", "--demo", "--at", str(DEMO_AT_S), "--format", "json"]) == 0
+    return {q["queue"]: q["plan"] for q in json.loads(out.getvalue())["queues"]}
+
+
+def _overlaps(a: list[Any], b: list[Any]) -> bool:
+    return a[1] < b[3] - 1 and b[1] < a[3] - 1 and a[2] < b[4] - 1 and b[2] < a[4] - 1
+
+
+def test_every_card_says_its_rule_and_its_labels_stay_apart(
+        browser: Browser, plans: dict[str, dict[str, Any]]) -> None:
+    for queue in DemoSource(seed=0).queue_names:
+        plan = plans[queue]
+        browser.open(f"/queue/{queue}")
+        browser.wait_for(lambda: browser.text("plan-headline"), timeout=30,
+                         what=f"{queue}'s card")
+        assert browser.text("plan-headline") == plan["headline"], queue
+        first = browser.text("plan-options").split("\n")[0]
+        assert first.startswith(plan["options"][0]["action"]), (queue, first)
+        rec, now = plan["recommended_workers"], plan["workers_now"]
+        if plan["rule"] == "fewer":
+            assert first.startswith(f"lower the worker count to {rec}"), (queue, first)
+        elif rec is not None and now is not None and rec > now:
+            assert first.startswith(f"raise the worker count to {rec}"), (queue, first)
+        else:  # the count stays: no option on the card changes it
+            assert "worker count to" not in browser.text("plan-options"), queue
+        for graph in ("plan-decisive-graph", "plan-wait-graph"):
+            boxes = browser.wait_for(lambda g=graph: browser.driver.execute_script(_BOXES, g),
+                                     what=f"{queue}'s {graph}")
+            clashes = [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                       if _overlaps(a, b)]
+            assert not clashes, (queue, graph, clashes)
+
+
+@pytest.mark.parametrize("width", [1400, 1024])
+def test_the_grid_cuts_no_text(browser: Browser, width: int) -> None:
+    browser.driver.set_window_size(width, 900)
+    try:
+        browser.open("/")
+        names = DemoSource(seed=0).queue_names
+        browser.wait_for(lambda: len(browser.driver.find_elements(
+            "css selector", "#overview-table .ag-center-cols-container .ag-row")) == len(names),
+            what="the grid's rows")
+        clipped = browser.driver.execute_script(_CLIPPED)
+        assert not clipped, clipped
+        status = browser.driver.find_element(
+            "css selector",
+            '#overview-table .ag-row[row-id="replicaset"] .ag-cell[col-id="status"]')
+        assert status.text.startswith("more workers")  # words, not add_workers
+        browser.screenshot(f"overview-{width}")
+    finally:
+        browser.driver.set_window_size(1400, 900)
+
+
+def test_an_unknown_path_is_a_page_that_says_so(browser: Browser) -> None:
+    browser.open("/no/such/page")
+    text = browser.wait_for(lambda: browser.text("not-found-message"), what="the 404 page")
+    assert text.startswith("queuelens has no page at this address")
+    assert "Traceback" not in browser.driver.page_source
