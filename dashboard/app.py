@@ -39,6 +39,10 @@ refused a query) · ``unknown`` (nothing has been read yet), with ``last_error``
 collector's sentence, which never carries credentials), ``stale_since`` and
 ``last_success_at``. Use ``source_state`` for readiness or alerting, not for restarts.
 
+``/metrics`` is each queue's capacity plan (``advise``'s) and the plans' refresh health as
+Prometheus series (:mod:`dashboard.plan_metrics`); a scrape waits a bounded time for a
+refresh in progress and never reads the source itself (:mod:`dashboard.plan_refresh`).
+
 Security (see README): Dash debug mode and all dev tools are forced off here, whatever
 ``DASH_DEBUG`` / ``DASH_UI`` / ``FLASK_DEBUG`` say, so a failing callback returns a bare 500,
 never a traceback or the Werkzeug console. Page text is rendered by Dash components (escaped);
@@ -74,7 +78,7 @@ from dashboard.report import (
 from models.settings import AnalysisSettings
 
 PAGE_MODULES: tuple[str, ...] = ("overview", "queue", "whatif", "lab", "keys", "retries",
-                                 "doctor")
+                                 "doctor", "not_found")
 """Modules in dashboard/pages/, each with ``register(app, ctx)``; registration order."""
 
 _ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
@@ -273,6 +277,7 @@ def build_dash_app(
     _register_shell_callbacks(app, ctx)
     register_export_callbacks(app)
     _register_health(server, ctx)
+    _register_metrics(server, ctx)
     return app
 
 
@@ -299,6 +304,19 @@ def dash_app_of(server: flask.Flask) -> dash.Dash:
     return app
 
 
+def _theme_toggle() -> html.Div:
+    """Auto / Light / Dark: assets/theme.js applies and remembers the choice (no callback)."""
+    tips = {"auto": "Follow the browser's light/dark preference", "light": "Light theme",
+            "dark": "Dark theme"}
+    buttons = []
+    for choice, tip in tips.items():
+        choice_attr: dict[str, Any] = {"data-theme-choice": choice}
+        buttons.append(html.Button(choice.capitalize(), id=f"theme-{choice}", type="button",
+                                   title=tip, **choice_attr))
+    label: dict[str, Any] = {"aria-label": "Colour theme"}
+    return html.Div(buttons, className="ql-theme", role="group", **label)
+
+
 def _shell(ctx: AppContext) -> html.Div:
     links = [
         dcc.Link("Fleet", href="/", id="nav-overview"),
@@ -314,10 +332,13 @@ def _shell(ctx: AppContext) -> html.Div:
                 [html.Span("queuelens", className="ql-brand"), *links,
                  html.Span(f"source: {ctx.source_name}", id="nav-source",
                            className="ql-source"),
-                 export_control(ctx)],
+                 _theme_toggle(), export_control(ctx)],
                 className="ql-nav",
             ),
             html.Div(id="stale-banner", className="ql-banner", role="status"),
+            # the banner looks again soon after the page opens: the page's first read may
+            # fail after the banner's first look, and it is the one place that says so
+            dcc.Interval(id="stale-banner-soon", interval=1500, max_intervals=4),
             html.Main(dash.page_container, className="ql-main"),
             dcc.Interval(id="refresh-interval", interval=int(ctx.refresh_s * 1000)),
         ]
@@ -393,8 +414,9 @@ def _register_shell_callbacks(app: dash.Dash, ctx: AppContext) -> None:
     @app.callback(
         Output("stale-banner", "children"),
         Input("refresh-interval", "n_intervals"),
+        Input("stale-banner-soon", "n_intervals"),
     )
-    def _banner(_n: int | None) -> str:
+    def _banner(_n: int | None, _soon: int | None) -> str:
         return stale_banner_text(ctx.source)
 
 
@@ -405,6 +427,19 @@ def _register_health(server: flask.Flask, ctx: AppContext) -> None:
                               **source_status(ctx.source)})
 
     server.add_url_rule("/health", "queuelens_health", health, methods=["GET"])
+
+
+def _register_metrics(server: flask.Flask, ctx: AppContext) -> None:
+    """``GET /metrics``: each queue's plan and the refresh health
+    (:mod:`dashboard.plan_metrics`)."""
+    from dashboard.plan_metrics import metrics_view
+    from dashboard.plan_refresh import PlanRefresher
+
+    refresher = PlanRefresher(ctx)
+    server.extensions["queuelens"]["plans"] = refresher
+    server.add_url_rule("/metrics", "queuelens_metrics",
+                        metrics_view(refresher, lambda: source_status(ctx.source)),
+                        methods=["GET"])
 
 
 def _register_too_large(server: flask.Flask, limits: ServerLimits) -> None:

@@ -144,7 +144,7 @@ def _fix_first(report: DoctorReport) -> html.Section:
                       html.Span(f"({len(where)} of {len(report.processes) + 1} places: "
                                 f"{', '.join(where[:3])}{' …' if len(where) > 3 else ''})",
                                 className="ql-muted"),
-                      _fix_cell(s, f"first-fix-{i}")])
+                      *(_fix_cell(s, f"first-fix-{i}") or [])])
              for i, (s, where) in enumerate(groups)]
     return html.Section([html.H2("What to fix first"), html.Ol(items)], className="ql-card",
                         id="doctor-fix-first")

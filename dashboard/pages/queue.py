@@ -51,6 +51,7 @@ import numpy as np
 from dash import Input, Output, State, dcc, html
 from werkzeug.routing import BaseConverter
 
+from collectors.cache import CachedSource
 from collectors.errors import CollectorError
 from collectors.types import QueueSnapshot, RangeData, Source
 from dashboard import figures as fg
@@ -396,6 +397,9 @@ def queue_view(source: Source | None, name: str, range_key: str, now: float,
     try:
         snap = source.snapshot(now, window_s)
     except CollectorError as exc:
+        if isinstance(source, CachedSource):  # the page's banner already gives the error
+            return QueueView(name, "Nothing to show until the data source answers (the "
+                                   "note at the top of the page says why).")
         return QueueView(name, f"Could not read the queues: {exc}")
     found = [q for q in snap.queues if q.queue == name]
     if not found:
@@ -757,7 +761,7 @@ def layout(name: str | None = None, **query: object) -> html.Div:
             html.Div(id="queue-message", className="ql-error", role="alert"),
             # the advisor's verdict card (render_verdicts), filled by the page's callback
             html.Div(id="queue-verdicts", className="ql-verdicts"),
-            html.Div(
+            html.Div([html.Div(
                 [
                     html.Div(
                         [html.H2("Measure these together before adding workers"),
@@ -778,7 +782,7 @@ def layout(name: str | None = None, **query: object) -> html.Div:
                 html.Div([_graph(g) for g in GRAPH_IDS], className="ql-row"),
                 type="dot", delay_show=400,
             ),
-            html.P(id="queue-summary", className="ql-note"),
+            html.P(id="queue-summary", className="ql-note")], id="queue-body"),
             dcc.Store(id="queue-store", data=queue),
             dcc.Store(id="queue-xrange"),  # the shared x-range (SHARE_XRANGE_JS)
             dcc.Store(id="queue-address"),  # the range last written to the address
@@ -824,6 +828,7 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         *[Output(g, "figure") for g in GRAPH_IDS],
         Output("queue-verdicts", "children"),
         Output("queue-refresh", "interval"),
+        Output("queue-body", "style"),
         Input("queue-range", "value"),
         Input("queue-refresh", "n_intervals"),
         State("queue-store", "data"),
@@ -837,7 +842,9 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         if dash.ctx.triggered_id == "queue-range":
             xrange = None  # a new range starts unzoomed (the store is being cleared)
         outputs = render_view(view, xrange, (name or "", range_key))
-        return (*outputs, render_verdicts(view), int(ctx.refresh_s * 1000))
+        # an error is the page's one message: no empty panels, no seven "no data" charts
+        body = {"display": "none"} if view.message else {}
+        return (*outputs, render_verdicts(view), int(ctx.refresh_s * 1000), body)
 
     clientside_callback(
         app,

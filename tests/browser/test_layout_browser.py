@@ -104,3 +104,35 @@ def test_an_unknown_path_is_a_page_that_says_so(browser: Browser) -> None:
     text = browser.wait_for(lambda: browser.text("not-found-message"), what="the 404 page")
     assert text.startswith("queuelens has no page at this address")
     assert "Traceback" not in browser.driver.page_source
+
+
+class _Down:
+    """A source whose every read fails as an unreachable Prometheus does."""
+
+    name = "http://127.0.0.1:1"
+    queue_names: tuple[str, ...] = ()
+
+    def snapshot(self, at: float, window_s: float) -> Any:
+        from collectors.errors import PrometheusUnreachable
+
+        raise PrometheusUnreachable("connection refused (is Prometheus running on that port?)")
+
+    def range(self, *args: object, **kwargs: object) -> Any:
+        return self.snapshot(0.0, 0.0)
+
+
+def test_a_source_that_is_down_is_said_once() -> None:
+    from dashboard.app import create_app
+    from tests.support.browser import browse
+
+    with browse(create_app(_Down(), at=DEMO_AT_S)) as browser:  # type: ignore[arg-type]
+        browser.open("/queue/foo")
+        browser.wait_for(lambda: browser.text("queue-message"), timeout=30,
+                         what="the queue page's message")
+        body = browser.wait_for(
+            lambda: (t := browser.driver.find_element("tag name", "body").text).count(
+                "connection refused") and t, timeout=10, what="the error in the banner")
+        assert body.count("connection refused") == 1, body[:600]
+        hidden = browser.driver.find_element("id", "queue-body")
+        assert not hidden.is_displayed()  # no empty panels, no "no data" charts
+        assert "no data" not in body

@@ -63,11 +63,13 @@ def test_the_decisive_axis_fits_the_queue_not_the_linear_line() -> None:
     """secret runs 20 workers at 3.6/s: the linear line c / E[S] reaches 500/s at 40 workers,
     which would flatten the queue to the floor; the axis fits what the queue does."""
     secret = advise_fleet(DemoSource(seed=0), AT, AnalysisSettings()).plan("secret")
-    assert secret is not None and secret.demand_per_s is not None
+    assert secret is not None
+    assert secret.demand_per_s is not None
     fig = decisive_figure(secret)
     lo, hi = fig["layout"]["yaxis"]["range"]
     assert lo == 0
-    assert secret.recommended_workers is not None and secret.service_mean_s is not None
+    assert secret.recommended_workers is not None
+    assert secret.service_mean_s is not None
     linear_at_rec = secret.recommended_workers / secret.service_mean_s
     assert max(secret.demand_per_s * 1.6, linear_at_rec) <= hi <= 1.1 * linear_at_rec
     assert max(_trace(fig, "linear scaling c / E[S]")["y"]) > 5 * hi  # type: ignore[arg-type]
