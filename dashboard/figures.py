@@ -630,7 +630,8 @@ def percent_axis(values_pct: Sequence[float | None], *, at_least: float = 100.0,
 def _mark_recommended(fig: Figure, recommended: int | None) -> None:
     if recommended is not None:
         add_vline(fig, recommended, {"color": GREEN, "width": 1.5, "dash": "dot"},
-                  text=f"recommended c = {recommended}", position="top", text_color=GREEN)
+                  text=f"recommended c = {recommended}", position="top right",
+                  text_color=GREEN)  # inside the plot: above it, it ran into the title
 
 
 ADVISOR_MARK_NAME = "advisor"

@@ -147,7 +147,7 @@ def plan_wait_figure(plan: CapacityPlan) -> fg.Figure:
             + ": the backlog grows at every count" if x is not None
             and plan.demand_per_s is not None and plan.demand_per_s >= x
             else "no stable worker count to show")
-    fig = fg.base_figure(WAIT_TITLE, "workers c", "wait in queue (s, log scale)")
+    fig = fg.base_figure(WAIT_TITLE, "workers c", "wait in queue (log scale)")
     fig["layout"]["yaxis"].update({"type": "log", "rangemode": "normal"})
     xs = [r.workers for r in rows]
 
@@ -180,6 +180,11 @@ def plan_wait_figure(plan: CapacityPlan) -> fg.Figure:
     shown = [v for r in rows for v in (r.wait_mean_s, r.wait_p95_s, r.wait_p95_hi_s)
              if v is not None and v > 0]
     top = max([*shown, slo]) * 2
-    fig["layout"]["yaxis"]["range"] = [math.log10(slo / 1e4), math.log10(top)]
+    bottom = slo / 1e4
+    fig["layout"]["yaxis"]["range"] = [math.log10(bottom), math.log10(top)]
+    ticks = fg.log_ticks([bottom, top])
+    if ticks:  # the unit on every tick ('100 µs'), not Plotly's bare '100µ'
+        fig["layout"]["yaxis"].update(tickmode="array", tickvals=ticks,
+                                      ticktext=[number_text(v, "s") for v in ticks])
     _mark_counts(fig, plan)
     return fig

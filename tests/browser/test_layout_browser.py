@@ -94,7 +94,8 @@ def test_the_grid_cuts_no_text(browser: Browser, width: int) -> None:
             "css selector",
             '#overview-table .ag-row[row-id="replicaset"] .ag-cell[col-id="status"]')
         assert status.text.startswith("more workers")  # words, not add_workers
-        browser.screenshot(f"overview-{width}")
+        if width != 1400:  # the 1400 px one is the overview browser test's
+            browser.screenshot(f"overview-{width}", size=(width, 900))
     finally:
         browser.driver.set_window_size(1400, 900)
 
@@ -136,3 +137,19 @@ def test_a_source_that_is_down_is_said_once() -> None:
         hidden = browser.driver.find_element("id", "queue-body")
         assert not hidden.is_displayed()  # no empty panels, no "no data" charts
         assert "no data" not in body
+
+
+def test_the_whatif_charts_labels_stay_apart(browser: Browser) -> None:
+    """Each what-if chart's labels (the typed inputs' recommendation, the plan's count, the
+    SLO, the target) overlap neither each other nor the chart's title, at both widths."""
+    for width in (1400, 1024):
+        browser.driver.set_window_size(width, 900)
+        browser.open("/whatif?queue=replicaset")
+        for graph in ("whatif-wait-graph", "whatif-slo-graph", "whatif-throughput-graph"):
+            boxes = browser.wait_for(
+                lambda g=graph: (b := browser.driver.execute_script(_BOXES, g)) and any(
+                    "advisor c" in x[0] for x in b) and b, timeout=30, what=f"{graph}'s marks")
+            clashes = [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                       if _overlaps(a, b)]
+            assert not clashes, (width, graph, clashes)
+    browser.driver.set_window_size(1400, 900)

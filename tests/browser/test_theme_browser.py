@@ -255,6 +255,8 @@ def test_every_page_reads_at_aa_contrast_in_both_themes(fresh: Browser) -> None:
                 _wait_charts(browser, dark=True)
             measured, failures = _audit(browser)
             assert measured >= 10, f"{path} ({theme}): only {measured} texts measured"
+            if theme == "dark" and path.startswith("/queue/"):
+                browser.screenshot("queue-dark")
             for f in failures[:8]:
                 problems.append(f"{path} [{theme}] {f['ratio']}:1 {f['element']} "
                                 f"{f['text']!r} {f['fg']} on {f['bg']}")

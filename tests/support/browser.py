@@ -204,12 +204,13 @@ class Browser:
                 ".length;") >= 3,
             what="arrivals, throughput and capacity lines")
 
-    def screenshot(self, name: str) -> Path:
-        """Save <name>.png at the fixed window size into :func:`screenshot_dir`."""
+    def screenshot(self, name: str, size: tuple[int, int] = WINDOW) -> Path:
+        """Save <name>.png at the window ``size`` (the fixed one by default) into
+        :func:`screenshot_dir`."""
         folder = screenshot_dir()
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{name}.png"
-        self.driver.set_window_size(*WINDOW)
+        self.driver.set_window_size(*size)
         if not self.driver.save_screenshot(str(path)):
             pytest.fail(f"could not save screenshot {path}")
         return path
