@@ -27,9 +27,12 @@ AG Grid's plain-text ones.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -49,7 +52,7 @@ from dashboard.advice import (
     source_framework,
     source_poll_periods,
 )
-from dashboard.context import AppContext, register_page
+from dashboard.context import AppContext, clientside_callback, register_page
 from dashboard.figures import SPARK_BLOCKS, spark_log_top, sparklines_text
 from dashboard.numbers import sig, snapshot_quantile_text
 from dashboard.plan_words import binding_label, workers_text
@@ -464,11 +467,139 @@ def column_defs(range_s: float = SPARK_RANGE_S) -> list[dict[str, Any]]:
     ]
 
 
-def grid(range_s: float = SPARK_RANGE_S) -> Any:
-    """The overview grid (no rows yet: the refresh callback fills ``rowData``)."""
+# --- the grid's sort and filter in the address ------------------------------------------------
+
+MAX_STATE_CHARS = 2000
+"""The longest ``sort`` or ``filter`` query value read (user input in the address)."""
+_TEXT_TYPES = frozenset({"contains", "notContains", "equals", "notEqual", "startsWith",
+                         "endsWith", "blank", "notBlank"})
+_NUMBER_TYPES = frozenset({"equals", "notEqual", "greaterThan", "greaterThanOrEqual",
+                           "lessThan", "lessThanOrEqual", "inRange", "blank", "notBlank"})
+
+
+@dataclass(frozen=True)
+class GridState:
+    """The grid's sort (``[(column, 'asc'|'desc')]``, first key first) and AG Grid filter
+    model read from the address, and a sentence for what was dropped."""
+
+    sort: tuple[tuple[str, str], ...] = ()
+    filters: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    note: str = ""
+
+
+def _leaf_fields(range_s: float = SPARK_RANGE_S) -> dict[str, str]:
+    """{field: 'text'|'number'} of every grid column."""
+    out: dict[str, str] = {}
+
+    def walk(cols: Sequence[Mapping[str, Any]]) -> None:
+        for c in cols:
+            if "children" in c:
+                walk(c["children"])
+            else:
+                out[c["field"]] = ("number" if c.get("filter") == "agNumberColumnFilter"
+                                   else "text")
+    walk(column_defs(range_s))
+    return out
+
+
+def _one_filter(kind: str, model: Any) -> Mapping[str, Any] | None:
+    """A column's filter model if it is one the grid's own filters could have made."""
+    if not isinstance(model, dict) or model.get("filterType") != kind:
+        return None
+    allowed = _TEXT_TYPES if kind == "text" else _NUMBER_TYPES
+    if model.get("type") not in allowed:
+        return None
+    out: dict[str, Any] = {"filterType": kind, "type": model["type"]}
+    for key in ("filter", "filterTo"):
+        value = model.get(key)
+        if value is None:
+            continue
+        text_ok = kind == "text" and isinstance(value, str) and len(value) <= 200
+        number_ok = (kind == "number" and isinstance(value, int | float)
+                     and not isinstance(value, bool) and math.isfinite(value))
+        if text_ok or number_ok:
+            out[key] = value
+        else:
+            return None
+    return out
+
+
+def parse_grid_state(sort: object = None, filters: object = None) -> GridState:
+    """``?sort=status:asc,demand_per_s:desc&filter=<AG Grid filter model as JSON>``: what
+    the grid writes to the address (GRID_STATE_TO_ADDRESS_JS), read back on load; an unknown
+    column, a bad direction, a filter the grid could not have made or an over-long value is
+    dropped, and the note says so in one sentence."""
+    fields = _leaf_fields()
+    dropped: list[str] = []
+    order: list[tuple[str, str]] = []
+    if isinstance(sort, str) and sort:
+        if len(sort) > MAX_STATE_CHARS:
+            dropped.append("the sort (too long)")
+        else:
+            for part in sort.split(","):
+                name, _, direction = part.partition(":")
+                if name in fields and direction in ("asc", "desc") and name not in dict(order):
+                    order.append((name, direction))
+                else:
+                    dropped.append(f"the sort {part[:40]!r}")
+    model: dict[str, Mapping[str, Any]] = {}
+    if isinstance(filters, str) and filters:
+        parsed: Any = None
+        if len(filters) <= MAX_STATE_CHARS:
+            with contextlib.suppress(ValueError):
+                parsed = json.loads(filters)
+        if not isinstance(parsed, dict):
+            dropped.append("the filter (not a filter the grid writes)")
+        else:
+            for name, one in parsed.items():
+                kept = _one_filter(fields.get(name, ""), one) if name in fields else None
+                if kept is None:
+                    dropped.append(f"the filter on {str(name)[:40]!r}")
+                else:
+                    model[name] = kept
+    note = ("The address's " + ", ".join(dropped) + " could not be applied: the grid shows "
+            "the rest.") if dropped else ""
+    return GridState(tuple(order), model, note)
+
+
+GRID_STATE_TO_ADDRESS_JS = """
+function(columnState, filterModel) {
+    // the grid's sort and filter into the address, without a reload or a history entry
+    const params = new URLSearchParams(window.location.search);
+    const sorted = (columnState || []).filter(c => c.sort)
+        .sort((a, b) => (a.sortIndex || 0) - (b.sortIndex || 0))
+        .map(c => c.colId + ':' + c.sort);
+    if (sorted.length) { params.set('sort', sorted.join(',')); } else { params.delete('sort'); }
+    const model = filterModel || {};
+    if (Object.keys(model).length) { params.set('filter', JSON.stringify(model)); }
+    else { params.delete('filter'); }
+    const query = params.toString();
+    window.history.replaceState(window.history.state, '',
+        window.location.pathname + (query ? '?' + query : '') + window.location.hash);
+    return query;
+}
+"""
+
+
+def grid(range_s: float = SPARK_RANGE_S, state: GridState | None = None) -> Any:
+    """The overview grid (no rows yet: the refresh callback fills ``rowData``), sorted and
+    filtered as ``state`` (the address) says."""
+    state = state or GridState()
+    defs = column_defs(range_s)
+    rank = {name: (i, direction) for i, (name, direction) in enumerate(state.sort)}
+
+    def apply(cols: list[dict[str, Any]]) -> None:
+        for c in cols:
+            if "children" in c:
+                apply(c["children"])
+            elif c.get("field") in rank:
+                c["sortIndex"], c["sort"] = rank[c["field"]]
+    apply(defs)
+    extra: dict[str, Any] = {"filterModel": dict(state.filters)} if state.filters else {}
     return dag.AgGrid(
         id=GRID_ID,
-        columnDefs=column_defs(range_s),
+        columnDefs=defs,
+        **extra,
         defaultColDef={"sortable": True, "resizable": True, "wrapHeaderText": True,
                        "autoHeaderHeight": True},
         getRowId="params.data.queue_name",
@@ -492,7 +623,8 @@ def grid(range_s: float = SPARK_RANGE_S) -> Any:
     )
 
 
-def layout(range_s: float = SPARK_RANGE_S, **_kwargs: object) -> html.Div:
+def layout(range_s: float = SPARK_RANGE_S, **kwargs: object) -> html.Div:
+    state = parse_grid_state(kwargs.get("sort"), kwargs.get("filter"))
     return html.Div(
         [
             html.H1("Fleet overview: which queues are falling behind?"),
@@ -505,17 +637,19 @@ def layout(range_s: float = SPARK_RANGE_S, **_kwargs: object) -> html.Div:
             ),
             html.Div(id="overview-summary", className="ql-readout"),
             html.Div(id="overview-error", className="ql-error", role="alert"),
-            html.Div([grid(range_s),
+            html.P(state.note, id="overview-state-note", className="ql-note"),
+            html.Div([grid(range_s, state),
                       html.Div(id="overview-scale", className="ql-muted ql-small")],
                      className="ql-card"),
             dcc.Interval(id="overview-refresh", interval=15_000),
+            dcc.Store(id="overview-address"),  # the query last written (GRID_STATE_…_JS)
         ]
     )
 
 
 def register(app: dash.Dash, ctx: AppContext) -> None:
     def page_layout(**kwargs: object) -> html.Div:
-        return layout(ctx.settings.range_s)
+        return layout(ctx.settings.range_s, **kwargs)
 
     register_page(__name__, path=PATH, name="Fleet", title="Fleet · queuelens", order=0,
                   layout=page_layout)
@@ -532,3 +666,11 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         with ctx.refresh_budget():  # the snapshot and the range read share one budget
             rows, summary, error = load_overview(ctx)
         return rows, summary, error, rows_scale(rows), int(ctx.refresh_s * 1000)
+
+    clientside_callback(
+        app, GRID_STATE_TO_ADDRESS_JS,
+        Output("overview-address", "data"),
+        Input(GRID_ID, "columnState"),
+        Input(GRID_ID, "filterModel"),
+        prevent_initial_call=True,
+    )

@@ -153,3 +153,37 @@ def test_the_whatif_charts_labels_stay_apart(browser: Browser) -> None:
                        if _overlaps(a, b)]
             assert not clashes, (width, graph, clashes)
     browser.driver.set_window_size(1400, 900)
+
+
+def test_the_grid_keeps_its_sort_and_filter_in_the_address(browser: Browser) -> None:
+    """Sort by a header, filter by typing: the address says so; a reload (or the link)
+    opens the grid sorted and filtered the same."""
+    from selenium.webdriver.common.by import By
+
+    def names() -> list[str]:
+        return [e.text for e in browser.driver.find_elements(
+            By.CSS_SELECTOR, "#overview-table .ag-pinned-left-cols-container .ag-row a")]
+
+    def header(col: str) -> Any:
+        return browser.driver.find_element(
+            By.CSS_SELECTOR, f'#overview-table .ag-header-cell[col-id="{col}"] '
+                             '.ag-header-cell-text')
+
+    browser.open("/")
+    all_names = set(DemoSource(seed=0).queue_names)
+    browser.wait_for(lambda: set(names()) == all_names, what="every queue in the grid")
+    header("binding").click()  # ascending by the binding limit
+    browser.wait_for(lambda: "sort=binding%3Aasc" in browser.driver.current_url,
+                     what="the sort in the address")
+    box = browser.driver.find_element(
+        By.CSS_SELECTOR, '#overview-table .ag-floating-filter[aria-colindex="1"] input')
+    box.send_keys("re")
+    browser.wait_for(lambda: "filter=" in browser.driver.current_url,
+                     what="the filter in the address")
+    shown = browser.wait_for(lambda: (n := names()) and len(n) < len(all_names) and n,
+                             what="the filtered rows")
+    assert all("re" in n for n in shown)
+    url = browser.driver.current_url
+    browser.driver.get(url)  # a reload, or someone opening the link
+    browser.wait_for(lambda: names() == shown, what="the same rows, in the same order")
+    assert browser.text("overview-state-note") == ""

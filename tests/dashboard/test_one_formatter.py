@@ -142,6 +142,16 @@ def test_the_whatif_pages(demo_queues: list[str]) -> None:
         _assert_clean(f"/whatif?queue={name} inputs", [repr(v) for v in prefilled])
         mark = wp.advisor_mark(DemoSource(seed=0), name, AT)
         _assert_clean(f"/whatif?queue={name} plan", _strings(wp.render_advisor(mark)))
+        # the sweep of the inputs as the page fills them: its sentence and its three charts
+        lam, svc, cv2, mode, sigma, kappa = wp.prefill(measured)[:6]
+        params = wp.parse_params(
+            lam, svc, cv2 if isinstance(cv2, float) else 1.0, 1, 1, 1,
+            mode if mode in ("none", "usl") else "none",
+            sigma if isinstance(sigma, float) else 0, kappa if isinstance(kappa, float) else 0,
+            1.0, "p95", [1, 16])
+        view = wp.whatif_view(params, measured.workers)
+        _assert_clean(f"/whatif?queue={name} sweep",
+                      _strings([view.recommendation, view.error, *view.figures]))
 
 
 def test_the_cli_tables_and_reports(demo_queues: list[str]) -> None:
