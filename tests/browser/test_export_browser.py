@@ -9,7 +9,6 @@ from __future__ import annotations
 import csv
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from collectors.demo import DemoSource
 from collectors.types import RangeData
 from dashboard.app import create_app
 from tests.support.browser import REPO, Browser, serve_wsgi
+from tests.support.cli import interrupt
 
 pytestmark = pytest.mark.browser
 
@@ -271,12 +271,7 @@ def served_demo(request: pytest.FixtureRequest) -> Iterator[str]:
                 time.sleep(0.2)
         yield url
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
+        interrupt(proc)
 
 
 def test_export_under_gunicorn_shows_progress_and_downloads(

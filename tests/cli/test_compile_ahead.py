@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from models.simulate import COMPILE_ESTIMATE_S
+from tests.support.cli import interrupt
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 _PROBE = """
 import json, sys
 from models.simulate import compile_notice, compiled_loops, simulate, warm_up
+
 said = []
 with compile_notice(lambda: said.append(True)):
     warm_up()
@@ -168,12 +169,7 @@ def test_serve_compiles_in_the_background_at_start_up(
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as r:
             assert json.loads(r.read())["status"] == "ok"
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        interrupt(proc, drain=False)
         reader.join(timeout=5)
     said = [line.rstrip("\n") for line in lines]
     serving = next(i for i, line in enumerate(said) if "serving http://127.0.0.1:" in line)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 import requests
 
 from tests.conftest import require_binary
+from tests.support.cli import interrupt
 from tests.support.prometheus import HINT, start_prometheus
 
 pytestmark = pytest.mark.prometheus
@@ -89,12 +89,7 @@ def test_prometheus_scrapes_the_plans_advise_gives(tmp_path: Path) -> None:
         out, err = advise.communicate(timeout=60)
         assert advise.returncode == 0, err
     finally:
-        serve.send_signal(signal.SIGINT)
-        try:
-            serve.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            serve.communicate()
+        interrupt(serve)
         if advise.poll() is None:
             advise.kill()
             advise.communicate()

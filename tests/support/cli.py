@@ -34,3 +34,18 @@ def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
         code = exc.code if isinstance(exc.code, int) else 1
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def interrupt(proc: subprocess.Popen[str], timeout_s: float = 20, *, drain: bool = True) -> None:
+    """Stop a CLI process as Ctrl-C does (SIGINT), killing it if it has not exited within
+    ``timeout_s``. ``drain``: read its pipes to the end (not when a thread of the test reads
+    them already)."""
+    import signal
+
+    finish = proc.communicate if drain else proc.wait
+    proc.send_signal(signal.SIGINT)
+    try:
+        finish(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        finish()
