@@ -17,7 +17,10 @@ Measured, each in a fresh Python process (so peak RSS is that command's own):
 * ``advise``: :func:`dashboard.advice.advise_fleet` over 2 h (snapshot + range read + the
   advisor over every queue);
 * ``overview``: the overview callback's :func:`dashboard.pages.overview.load_overview`, cold
-  cache.
+  cache;
+* ``refresh``: the same callback one step (60 s) after a cold one, on the same cache: the
+  snapshot read anew, the range read extended by the new step only
+  (:mod:`collectors.incremental`).
 Every HTTP request the project sends is recorded, then replayed **bare** (``requests`` + JSON
 decode, the same concurrency as the project's client) so each time is compared with the cost
 Prometheus and the wire put on it.
@@ -192,15 +195,28 @@ from collectors.snapshot import PrometheusSource
 if WHAT == "advise":
     from dashboard.advice import advise_fleet
     from models.settings import AnalysisSettings
-elif WHAT == "overview":
+elif WHAT in ("overview", "refresh"):
     from collectors.cache import CachedSource
     from dashboard.context import AppContext
     from dashboard.pages import overview
 client = PrometheusClient(ConnectionSettings(url=URL, timeout_s=600.0))
 src = PrometheusSource(client)
+if WHAT == "refresh":
+    # the overview a step ago (cold), then the refresh a step later: what is timed is the
+    # refresh, with the cache's clock moved on so nothing is reused by age — its snapshot is
+    # read anew and its range read extended by the new step (collectors.incremental)
+    clock = [0.0]
+    cache = CachedSource(src, monotonic=lambda: clock[0])
+    overview.load_overview(AppContext(source=cache, at=AT - 60), AT - 60)
+    clock[0] += 3600.0
+    sent.clear()
 t0 = time.perf_counter()
 c0 = time.process_time()
-if WHAT == "snapshot":
+if WHAT == "refresh":
+    rows, _, _notes = overview.load_overview(AppContext(source=cache, at=AT), AT)
+    n = len(rows)
+    assert cache.range_reads.get("delta") == 1, cache.range_reads
+elif WHAT == "snapshot":
     n = len(src.snapshot(AT, 300.0).queues)
 elif WHAT == "advise":
     n = len(advise_fleet(src, AT, AnalysisSettings()).queues)
@@ -245,7 +261,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queues", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--what", nargs="+", default=["snapshot", "advise", "overview"])
+    parser.add_argument("--what", nargs="+",
+                        default=["snapshot", "advise", "overview", "refresh"])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/queuelens-bench-scale"))
     args = parser.parse_args()
     from tests.support.prometheus import start_prometheus

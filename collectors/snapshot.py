@@ -244,6 +244,11 @@ def _special_reason(metric: str, special: str | None) -> str:
 class PrometheusSource:
     """Snapshots and ranges of work-queue signals from a Prometheus-compatible API."""
 
+    incremental_range = True
+    """A range read's columns depend only on the samples at or before each column's time, so
+    :class:`collectors.cache.CachedSource` may extend the last read with the new steps only
+    (:mod:`collectors.incremental`)."""
+
     def __init__(self, client: PrometheusClient, profile: Profile | None = None, *,
                  budget_s: float | None = None, budget_what: str = "this command",
                  budget_hint: str | None = None) -> None:
