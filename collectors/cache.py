@@ -178,7 +178,9 @@ class CachedSource:
         a, b = grid if grid is not None else (self._align(start), self._align(end))
         qkey = tuple(sorted(queues)) if queues else None
         skey = tuple(sorted(signals)) if signals is not None else None
-        family = ("range", b - a, step_s, qkey, skey)
+        # one view is one family: the length asked for (the grid's rounding may add a step)
+        family = ("range", round(end - start) if grid is not None else b - a, step_s, qkey,
+                  skey)
 
         def read(s: float, e: float) -> RangeData:
             return self.source.range(s, e, step_s, queues, signals)

@@ -50,10 +50,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-REPLACED_STEPS = 1
-"""The newest columns of the last read that are read again and replaced (late samples: a
-scrape's samples reach Prometheus up to a scrape interval after their timestamp, and the
-default step is at least the scrape interval)."""
+REPLACED_STEPS = 2
+"""The newest columns of the last read that are read again and replaced: its last one is on
+the step after the end it was asked for (the grid rounds the end up, as
+:func:`collectors.prom_client.plan_range` does for every read, so cached and direct reads
+agree), and the one before may still have been missing a sample scraped just before the read
+(late samples reach Prometheus up to a scrape interval after their timestamp, and the step is
+at least the scrape interval)."""
 COMPARED_STEPS = 1
 """The columns before those, read again and compared: a difference means the past changed."""
 TOLERANCE = 1e-9
@@ -75,15 +78,14 @@ class Extension:
 
 
 def step_grid(start: float, end: float, step_s: float) -> tuple[float, float] | None:
-    """(start, end) put on multiples of ``step_s`` (both rounded down, the length kept), or
-    None when the read is not one to extend: a step over :data:`MAX_STEP_S` or not a whole
-    number of seconds (Prometheus evaluates at ``start + k·step``; a fractional step would not
-    land on the same instants twice)."""
-    if not (0 < step_s <= MAX_STEP_S) or step_s != math.floor(step_s):
+    """(start, end) put on multiples of ``step_s`` as every range read is
+    (:func:`collectors.prom_client.plan_range`: the start rounded down, the end up, so a cached
+    read has the columns a direct one has), or None when the read is not one to extend: a
+    step over :data:`MAX_STEP_S` or not a whole number of seconds (Prometheus evaluates at
+    ``start + k·step``; a fractional step would not land on the same instants twice)."""
+    if not (0 < step_s <= MAX_STEP_S) or step_s != math.floor(step_s) or end < start:
         return None
-    length = math.floor((end - start) / step_s) * step_s
-    b = math.floor(end / step_s) * step_s
-    return b - length, b
+    return math.floor(start / step_s) * step_s, math.ceil(end / step_s) * step_s
 
 
 def _agree(old: np.ndarray, new: np.ndarray) -> bool:
@@ -111,10 +113,12 @@ def extend(prev: RangeData | None, read: Callable[[float, float], RangeData], a:
     when it falls back to a full read."""
     if prev is None:
         return _full(read, a, b, "first read")
-    if prev.step_s != step_s or not math.isclose(prev.end - prev.start, b - a):
+    # the same view: the same step, and a length within a step of the last (the grid's
+    # rounding adds a column when the asked end is between two steps)
+    if prev.step_s != step_s or abs((b - a) - (prev.end - prev.start)) > step_s * 1.001:
         return _full(read, a, b, "the range or the step changed")
-    if b <= prev.end:
-        return _full(read, a, b, "the end is not after the last read's")
+    if b <= prev.end or a < prev.start:
+        return _full(read, a, b, "the range is not after the last read's")
     overlap = REPLACED_STEPS + COMPARED_STEPS
     delta_start = prev.end - (overlap - 1) * step_s  # prev.end is the last read's last column
     if delta_start <= a or len(prev.t) < overlap:

@@ -85,12 +85,13 @@ def test_refreshes_read_only_the_new_steps_and_equal_a_full_read() -> None:
         now = end + 37.0 * k  # refreshes off the step grid: the read is put on it
         got = cache.range(now - LENGTH, now, STEP)
         start, stop = source.asked[-1]
-        if k:  # only the new steps and the two columns read again
-            assert stop - start <= 37.0 + 2 * STEP + STEP
+        if k:  # only the new steps and the three columns read again
+            assert stop - start <= 37.0 + 3 * STEP + STEP
         fresh = _Columns().range(got.start, got.end, STEP)
         _same(got, fresh)
-        assert got.end == np.floor(now / STEP) * STEP
-        assert got.end - got.start == LENGTH
+        # the grid of a direct read (plan_range): start rounded down, end up
+        assert got.end == np.ceil(now / STEP) * STEP
+        assert got.start == np.floor((now - LENGTH) / STEP) * STEP
     assert cache.range_reads == {"full": 1, "delta": 7}
 
 
@@ -117,7 +118,7 @@ def test_a_new_gap_in_the_overlap_forces_a_full_read_and_an_old_one_is_kept() ->
     assert cache.range_reads == {"full": 1, "delta": 1}
     assert np.isnan(got.matrix("arrival_rate_per_s")[:, (got.t >= now - 200)
                                                      & (got.t <= now - 150)]).all()
-    source.gap = (now + 15, now + 15)  # the column compared in the overlap became NaN
+    source.gap = (now, now)  # the column compared in the overlap became NaN
     cache.range(now + 45 - LENGTH, now + 45, STEP)
     assert cache.range_reads == {"full": 2, "delta": 1}
 
@@ -140,7 +141,7 @@ def test_a_changed_queue_set_an_old_read_and_a_step_change_read_in_full() -> Non
 def test_long_steps_and_other_sources_are_read_as_before() -> None:
     assert step_grid(0.0, 100.0, MAX_STEP_S + 1) is None
     assert step_grid(0.0, 100.0, 2.5) is None
-    assert step_grid(7.0, 607.0, 15.0) == (0.0, 600.0)
+    assert step_grid(7.0, 607.0, 15.0) == (0.0, 615.0)
 
     class Plain(_Columns):
         incremental_range = False
