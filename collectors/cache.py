@@ -47,7 +47,8 @@ from typing import Any, TypeVar
 from collectors.errors import PrometheusTimeout, PrometheusUnavailable
 from collectors.incremental import extend, step_grid
 from collectors.prom_client import Deadline, current_deadline, deadline_scope
-from collectors.types import RangeData, Snapshot, Source
+from collectors.types import Source
+from models.measurements import RangeData, Snapshot
 
 R = TypeVar("R", Snapshot, RangeData)
 

@@ -152,7 +152,7 @@ class ConnectionSettings:
     """One wall-clock deadline per query (connecting, the headers, the whole body and any
     retries: not per socket read, which is what ``requests``' own timeout is); Prometheus's
     own ``timeout`` parameter is set below it. A one-shot command's reads also share one
-    deadline of this length (:func:`collectors.connect.source_from_args`)."""
+    deadline of this length (:func:`dashboard.source_args.source_from_args`)."""
     retries: int = 2
     """Extra attempts on 429/502/503/504 only."""
     backoff_s: float = 0.25

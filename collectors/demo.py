@@ -33,8 +33,8 @@ import numpy.typing as npt
 
 from collectors.errors import ConfigError
 from collectors.profile import code_class, rate_window_s
-from collectors.types import QueueSnapshot, RangeData, Snapshot
 from models import fleet as fl
+from models.measurements import QueueSnapshot, RangeData, Snapshot
 from models.signals import Histogram, ProcessSeries, RawSignals, derive
 
 FloatArray = npt.NDArray[np.float64]

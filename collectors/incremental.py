@@ -5,7 +5,7 @@ that fell out of the range.
 Every refresh of a view re-read its whole range — at 10,000 queues, 2 h at 60 s, about
 120 points × ~20 series × 10,000 queues — to add one step. The query-frontend caches of Thanos
 and Cortex, and Grafana's incremental querying, read the new steps only; this does the same,
-one level up, on the matrices :class:`collectors.types.RangeData` holds.
+one level up, on the matrices :class:`models.measurements.RangeData` holds.
 
 Why the columns of two reads agree: a range query is evaluated at ``start + k·step``; with
 ``start`` and ``end`` on multiples of the step (:func:`step_grid`) two reads of the same
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collectors.types import RangeData
+from models.measurements import RangeData
 
 __all__ = [
     "COMPARED_STEPS",

@@ -76,8 +76,8 @@ from collectors.prom_client import (
     plan_range,
     query_group,
 )
-from collectors.types import QueueSnapshot, RangeData, Snapshot
 from models.histogram import QUANTILES, bucket_quantile
+from models.measurements import QueueSnapshot, RangeData, Snapshot
 from models.priority import CAPPED_PRIORITY, uncapped
 from models.signals import (
     HISTOGRAMS,

@@ -8,7 +8,7 @@ builds each queue's capacity plan (:func:`models.plan.plan_many`) — the one an
 overview, the queue page, the what-if page, ``advise``, ``whatif`` and the reports show.
 :func:`advise_data` does the same from a snapshot and range read the caller already has (the
 overview's sparklines share the advisor's range read).
-:func:`histories_from_range` turns the matrices of a :class:`collectors.types.RangeData` into
+:func:`histories_from_range` turns the matrices of a :class:`models.measurements.RangeData` into
 the advisor's :class:`models.advisor.QueueHistory` objects.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from collectors.errors import ConfigError
-from collectors.types import QueueSnapshot, RangeData, Snapshot, Source
+from collectors.types import Source
 from models.advisor import (
     HISTORY_FIELDS,
     AdviceRequest,
@@ -34,6 +34,7 @@ from models.advisor import (
     histories_from_table,
     worker_count,
 )
+from models.measurements import QueueSnapshot, RangeData, Snapshot
 from models.plan import CapacityPlan, PlanRequest, plan_many
 from models.settings import AnalysisSettings
 from models.whatif import WhatIfInputs, WhatIfResult, whatif_sweep

@@ -24,11 +24,11 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from dash import dcc, html
 
 from collectors.profile import Profile
-from collectors.types import QueueSnapshot
 from dashboard import plan_figures as pf
 from dashboard.plan_words import change_notes, change_wait_text, plan_facts, rate_text
 from models.change import ChangeCheck
 from models.formatting import number_text
+from models.measurements import QueueSnapshot
 from models.plan import CapacityPlan
 
 __all__ = ["EVIDENCE_SIGNALS", "Evidence", "graph_href", "plan_evidence", "render_plan_card"]

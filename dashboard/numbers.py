@@ -137,14 +137,14 @@ def _parts(snap: _HasQuantiles, name: str) -> tuple[float | None, float | None, 
 
 def snapshot_quantile_text(snap: _HasQuantiles, name: str, digits: int = 3,
                            compact: bool = False) -> str:
-    """:func:`quantile_text` of a :class:`collectors.types.QueueSnapshot` quantile field
+    """:func:`quantile_text` of a :class:`models.measurements.QueueSnapshot` quantile field
     (``queue_wait_p95_s``, ``work_p99_s`` …) with its bucket, its q and its histogram's mean."""
     value, lo, hi, q, mean = _parts(snap, name)
     return quantile_text(value, lo, hi, "s", q=q, mean=mean, digits=digits, compact=compact)
 
 
 def snapshot_quantile_note(snap: _HasQuantiles, name: str, what: str = "items") -> str:
-    """:func:`quantile_note` of a :class:`collectors.types.QueueSnapshot` quantile field."""
+    """:func:`quantile_note` of a :class:`models.measurements.QueueSnapshot` quantile field."""
     value, lo, hi, q, mean = _parts(snap, name)
     if value is None or q is None:
         return ""

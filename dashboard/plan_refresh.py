@@ -41,10 +41,11 @@ from typing import Any
 
 from collectors.cache import CachedSource
 from collectors.errors import CollectorError
-from collectors.types import RangeData, Snapshot, Source
+from collectors.types import Source
 from dashboard.advice import FleetAdvice, advise_fleet
 from dashboard.context import AppContext
 from models.errors import ModelInputError
+from models.measurements import RangeData, Snapshot
 
 __all__ = ["PlanRefresher", "RefreshState", "TimedReads"]
 

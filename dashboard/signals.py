@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collectors.types import QueueSnapshot
+    from models.measurements import QueueSnapshot
 
 Series = tuple[Sequence[float], Sequence[float]]
 """(unix seconds, values) of one signal; missing points are absent (never NaN or 0)."""

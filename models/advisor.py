@@ -1,8 +1,8 @@
 """The advisor: one queue's signals → verdicts ("will more workers help, or only add contention?").
 
-Pure: no I/O, no collectors import. The snapshot is read through the :class:`QueueSignals`
-protocol (``collectors.types.QueueSnapshot`` satisfies it structurally); range data come as an
-optional :class:`QueueHistory` of numpy arrays for the contention fit and the trend rules.
+Pure: no I/O, no collectors import. The snapshot is the measurement vocabulary's
+:class:`~models.measurements.QueueSnapshot`; range data come as an optional
+:class:`QueueHistory` of numpy arrays for the contention fit and the trend rules.
 
 Every rule names its signal, its threshold and the reason for the threshold; the thresholds
 live in :class:`AdvisorThresholds` (field metadata ``signal`` and ``reason``, listed by
@@ -42,6 +42,7 @@ from types import MappingProxyType
 from models.bindings.registry import limits
 from models.contention import UslFit
 from models.errors import ModelInputError
+from models.measurements import QueueSnapshot
 from models.verdicts.batch import design_demands, prepare
 from models.verdicts.context import Ctx, check_options, new_context, worker_count
 from models.verdicts.inputs import (
@@ -49,7 +50,6 @@ from models.verdicts.inputs import (
     HISTORY_FIELDS,
     ProcessTotals,
     QueueHistory,
-    QueueSignals,
     histories_from_table,
 )
 from models.verdicts.registry import KINDS, RULES, headline, run
@@ -71,7 +71,6 @@ __all__ = [
     "Kind",
     "ProcessTotals",
     "QueueHistory",
-    "QueueSignals",
     "Severity",
     "Verdict",
     "advise",
@@ -93,7 +92,7 @@ BINDING_LIMITS: Mapping[str, str] = MappingProxyType({
 
 
 def advise(
-    signals: QueueSignals,
+    signals: QueueSnapshot,
     history: QueueHistory | None = None,
     *,
     slo_wait_s: float = 1.0,
@@ -120,7 +119,7 @@ def advise(
 
 
 def sizing_inputs(
-    signals: QueueSignals,
+    signals: QueueSnapshot,
     history: QueueHistory | None = None,
     *,
     slo_wait_s: float = 1.0,
@@ -144,7 +143,7 @@ def sizing_inputs(
 class AdviceRequest:
     """One queue for :func:`advise_many`: the arguments :func:`advise` takes per queue."""
 
-    signals: QueueSignals
+    signals: QueueSnapshot
     history: QueueHistory | None = None
     keys: int | None = None
     process: ProcessTotals | None = None

@@ -183,7 +183,7 @@ class DerivedSignals:
 
     def quantile_bounds(self, row: int, col: int) -> dict[str, tuple[float, float]]:
         """``{quantile name: (lo, hi)}`` at one queue row and time column, for the quantiles
-        that have a value there (what :class:`collectors.types.QueueSnapshot` carries)."""
+        that have a value there (what :class:`models.measurements.QueueSnapshot` carries)."""
         out: dict[str, tuple[float, float]] = {}
         for name, (lo, hi) in self.bucket_bounds.items():
             a, b = float(lo[row, col]), float(hi[row, col])

@@ -284,7 +284,7 @@ def test_serve_command_probes_and_ports() -> None:
 
 def test_config_map_is_the_mounted_queuelens_yaml() -> None:
     from collectors.config import load_config, parse_config
-    from collectors.connect import source_from_args
+    from dashboard.source_args import source_from_args
 
     deployment = by_kind("Deployment")
     args = serve_args(deployment)

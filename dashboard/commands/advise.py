@@ -45,7 +45,7 @@ FIT_COLUMNS = ("verdict", "queue", "tags", "binding")
 
 
 def register(subparsers: Any) -> None:
-    from collectors.connect import add_source_arguments
+    from dashboard.source_args import add_source_arguments
     from models.verdicts.kinds import Kind
 
     kinds = [k.value for k in Kind]  # the verdict registry's kinds, in the order of impact
@@ -85,8 +85,9 @@ def table_rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 def handle(args: argparse.Namespace) -> int:
     from collectors.config import load_config
-    from collectors.connect import close_source, source_from_args
+    from collectors.connect import close_source
     from dashboard.advice import advise_fleet
+    from dashboard.source_args import source_from_args
 
     if args.keys is not None and args.queue is None:
         raise CliError("--keys needs --queue (the key count of one queue).")

@@ -43,7 +43,7 @@ TABLE_COLUMNS = ("signal", "status", "detail")
 
 
 def register(subparsers: Any) -> None:
-    from collectors.connect import add_source_arguments
+    from dashboard.source_args import add_source_arguments
 
     parser = subparsers.add_parser(
         "doctor",
@@ -72,9 +72,10 @@ def register(subparsers: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from collectors.config import load_config
-    from collectors.connect import close_source, source_from_args
+    from collectors.connect import close_source
     from collectors.doctor import DEFAULT_RANGE_S, MIN_RANGE_S, read_contract
     from collectors.profile import parse_selector
+    from dashboard.source_args import source_from_args
     from models.contract import diagnose
 
     range_s = DEFAULT_RANGE_S if args.range_s is None else args.range_s

@@ -34,7 +34,7 @@ from dashboard.cliutil import (
 
 
 def register(subparsers: Any) -> None:
-    from collectors.connect import add_source_arguments
+    from dashboard.source_args import add_source_arguments
 
     parser = subparsers.add_parser(
         "report",
@@ -63,8 +63,9 @@ def register(subparsers: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from collectors.config import load_config
-    from collectors.connect import close_source, source_from_args
+    from collectors.connect import close_source
     from dashboard.report import build_report, render
+    from dashboard.source_args import source_from_args
 
     if args.output != "-":
         check_output_path(args.output, "-o")  # before the work, not after it

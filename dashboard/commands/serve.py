@@ -70,7 +70,7 @@ def register(subparsers: Any) -> None:
             "debug mode."
         ),
     )
-    from collectors.connect import add_source_arguments
+    from dashboard.source_args import add_source_arguments
 
     add_source_arguments(parser)
     parser.add_argument("--host", default=DEFAULT_HOST,
@@ -105,7 +105,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.refresh < MIN_REFRESH_S:
         raise CliError(f"--refresh must be at least {MIN_REFRESH_S:g}s, got {args.refresh:g}s.")
     from collectors.config import load_config
-    from collectors.connect import source_from_args
+    from dashboard.source_args import source_from_args
 
     config = load_config(args.config)
     settings = settings_from_args(args, config)

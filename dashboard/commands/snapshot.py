@@ -39,7 +39,7 @@ QUANTILE_COLUMNS = tuple(c for c in TABLE_COLUMNS
 
 
 def register(subparsers: Any) -> None:
-    from collectors.connect import add_source_arguments
+    from dashboard.source_args import add_source_arguments
 
     parser = subparsers.add_parser(
         "snapshot",
@@ -86,7 +86,8 @@ def table_rows(snap: Any, payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from collectors.connect import close_source, source_from_args
+    from collectors.connect import close_source
+    from dashboard.source_args import source_from_args
 
     source = source_from_args(args)
     at = time.time() if args.at is None else args.at

@@ -59,7 +59,7 @@ def _target(text: str) -> float | None:
 
 
 def register(subparsers: Any) -> None:
-    from collectors.connect import add_source_arguments
+    from dashboard.source_args import add_source_arguments
 
     parser = subparsers.add_parser(
         "whatif",
@@ -248,8 +248,9 @@ def _live(args: argparse.Namespace) -> int:
     import time
 
     from collectors.config import load_config
-    from collectors.connect import close_source, source_from_args
+    from collectors.connect import close_source
     from dashboard.advice import queue_whatif
+    from dashboard.source_args import source_from_args
     from models.plan import PlanRow
 
     for flag, value in (("--arrival-rate", args.arrival_rate),

@@ -43,7 +43,6 @@ import numpy.typing as npt
 from dash import Input, Output, dcc, html
 
 from collectors.errors import CollectorError
-from collectors.types import RangeData, Snapshot
 from dashboard.advice import (
     HISTORY_SIGNALS,
     FleetAdvice,
@@ -59,6 +58,7 @@ from dashboard.plan_words import binding_label, workers_text
 from models.advisor import SEVERITIES
 from models.errors import ModelInputError
 from models.formatting import count_text, percent_text
+from models.measurements import RangeData, Snapshot
 from models.settings import DEFAULT_RANGE_S, AnalysisSettings, describe_duration
 from models.verdicts.kinds import KIND_WORDS
 

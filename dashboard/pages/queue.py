@@ -53,7 +53,7 @@ from werkzeug.routing import BaseConverter
 
 from collectors.cache import CachedSource
 from collectors.errors import CollectorError
-from collectors.types import QueueSnapshot, RangeData, Source
+from collectors.types import Source
 from dashboard import figures as fg
 from dashboard.advice import advise_fleet
 from dashboard.card import Evidence, plan_evidence, render_plan_card
@@ -66,6 +66,7 @@ from models.advisor import Verdict, worker_count
 from models.errors import ModelInputError
 from models.fluid import fluid_backlog, fluid_summary
 from models.formatting import percent_text
+from models.measurements import QueueSnapshot, RangeData
 from models.plan import CapacityPlan
 from models.queueing import erlang_c, erlang_c_wait_quantile
 from models.settings import AnalysisSettings

@@ -46,7 +46,7 @@ import dash
 from dash import Input, Output, State, dcc, html
 
 from collectors.errors import CollectorError, ConfigError
-from collectors.types import QueueSnapshot, Source
+from collectors.types import Source
 from dashboard import figures as fg
 from dashboard.advice import FleetAdvice, advise_fleet
 from dashboard.context import AppContext, clientside_callback, page_title, register_page
@@ -55,6 +55,7 @@ from dashboard.numbers import number_text as fmt  # the one formatter, short
 from models.advisor import worker_count
 from models.errors import ModelInputError
 from models.formatting import percent_text, shown_value, sig
+from models.measurements import QueueSnapshot
 from models.plan import CapacityPlan
 from models.settings import AnalysisSettings
 from models.simulate import simulate

@@ -1,7 +1,8 @@
 """The advisor's verdict rules, one module per rule or close family, and their registry.
 
-* :mod:`models.verdicts.inputs` — what the rules read (:class:`~models.verdicts.inputs.
-  QueueSignals`, :class:`~models.verdicts.inputs.QueueHistory`, process totals);
+* :mod:`models.verdicts.inputs` — what the rules read besides the snapshot
+  (:class:`~models.measurements.QueueSnapshot`): :class:`~models.verdicts.inputs.QueueHistory`,
+  process totals;
 * :mod:`models.verdicts.thresholds` — every threshold with its signal and reason;
 * :mod:`models.verdicts.verdict` — the verdict, its typed kinds and severities;
 * :mod:`models.verdicts.context` — one queue's evaluation context and the shared helpers;

@@ -16,7 +16,8 @@ import numpy.typing as npt
 
 from models.contention import UslFit
 from models.errors import ModelInputError
-from models.verdicts.inputs import FloatArray, ProcessTotals, QueueHistory, QueueSignals
+from models.measurements import QueueSnapshot
+from models.verdicts.inputs import FloatArray, ProcessTotals, QueueHistory
 from models.verdicts.thresholds import AdvisorThresholds
 from models.verdicts.verdict import num
 from models.whatif import WhatIfTable
@@ -41,7 +42,7 @@ __all__ = [
 
 @dataclass
 class Ctx:
-    s: QueueSignals
+    s: QueueSnapshot
     h: QueueHistory | None
     th: AdvisorThresholds
     slo_s: float
@@ -75,7 +76,7 @@ class Ctx:
         return ProcessTotals(num(self.s.throughput_per_s), num(self.s.busy_workers), self.lam)
 
 
-def new_context(signals: QueueSignals, history: QueueHistory | None, th: AdvisorThresholds,
+def new_context(signals: QueueSnapshot, history: QueueHistory | None, th: AdvisorThresholds,
                 slo_wait_s: float, keys: int | None, *, design: bool = True) -> Ctx:
     check_keys(keys)
     lam = num(signals.arrival_rate_per_s)
@@ -181,7 +182,7 @@ def demand_cv(ctx: Ctx) -> float | None:
     return float(p[1].std() / p[1].mean())
 
 
-def error_rate(s: QueueSignals) -> float | None:
+def error_rate(s: QueueSnapshot) -> float | None:
     e = num(s.errors_per_s)
     if e is not None:
         return e
@@ -191,7 +192,7 @@ def error_rate(s: QueueSignals) -> float | None:
     return None
 
 
-def results_total(s: QueueSignals) -> float | None:
+def results_total(s: QueueSnapshot) -> float | None:
     results = s.reconcile_results_per_s or {}
     vals = [num(v) for v in results.values()]
     good = [v for v in vals if v is not None]

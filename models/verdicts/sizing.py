@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from models.histogram import classify_quantile
+from models.measurements import QueueSnapshot
 from models.queueing import erlang_c
 from models.verdicts.context import Ctx, core_inputs
-from models.verdicts.inputs import QueueSignals
 from models.verdicts.verdict import fmt_s, num
 from models.whatif import MAX_WORKERS, WhatIfInputs, WhatIfRow, WhatIfTable, whatif_tables
 
@@ -81,11 +81,11 @@ def row_evidence(row: WhatIfRow | None, prefix: str) -> dict[str, Any]:
             f"{prefix}utilization": row.utilization}
 
 
-def wait_p95_bucket(s: QueueSignals) -> tuple[float, float] | None:
+def wait_p95_bucket(s: QueueSnapshot) -> tuple[float, float] | None:
     """(lo, hi] of the histogram bucket the observed queue-wait p95 fell in, when the signals
     carry it (``QueueSnapshot.quantile_bounds``; read with ``getattr`` so that a signals object
     without bounds — a test fake, a quantile Prometheus computed — still satisfies
-    :class:`QueueSignals`)."""
+    :class:`~models.measurements.QueueSnapshot`)."""
     bounds: Mapping[str, tuple[float, float]] = getattr(s, "quantile_bounds", None) or {}
     b = bounds.get("queue_wait_p95_s")
     if b is None or math.isnan(b[0]) or math.isnan(b[1]):
@@ -93,7 +93,7 @@ def wait_p95_bucket(s: QueueSignals) -> tuple[float, float] | None:
     return float(b[0]), float(b[1])
 
 
-def observed_wait_vs_slo(s: QueueSignals, slo_s: float) -> str | None:
+def observed_wait_vs_slo(s: QueueSnapshot, slo_s: float) -> str | None:
     """``"above"``, ``"within"`` or ``"uncertain"``: the observed queue-wait p95 against the SLO
     as far as its histogram bucket proves it; None when the p95 is not measured.
 
@@ -121,7 +121,7 @@ def observed_wait_vs_slo(s: QueueSignals, slo_s: float) -> str | None:
     return "above" if observed > slo_s else "within"
 
 
-def wait_p95_text(s: QueueSignals, wait: float | None) -> str:
+def wait_p95_text(s: QueueSnapshot, wait: float | None) -> str:
     """The observed p95 as its bucket supports it: the value, or "≤ hi" for a wider bucket."""
     bucket = wait_p95_bucket(s)
     if bucket is None or classify_quantile(*bucket).kind == "exact":

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from collectors.demo import DemoSource
-from collectors.types import RangeData
 from dashboard.app import create_app
+from models.measurements import RangeData
 from tests.support.browser import REPO, Browser, serve_wsgi
 from tests.support.cli import interrupt
 
@@ -103,7 +103,7 @@ without it the per-queue steps would never be on screen."""
 
 def _slow_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
     """Render each queue RENDER_DELAY_S slower (the export job is a fork of this process)."""
-    from dashboard import report
+    from dashboard.report import html_page as report  # where render_html looks it up
 
     queue_figures = report.queue_figures
 
@@ -116,7 +116,7 @@ def _slow_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
 
 _SLOW_BOOT = f"""
 import runpy, sys, time
-from dashboard import report
+from dashboard.report import html_page as report
 queue_figures = report.queue_figures
 def slow(q, rep):
     time.sleep({RENDER_DELAY_S})

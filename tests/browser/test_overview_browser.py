@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from collectors.demo import DemoSource
-from collectors.types import RangeData, Snapshot
 from dashboard.pages.overview import SPARK_WIDTH, queue_href
+from models.measurements import RangeData, Snapshot
 from tests.support.browser import WINDOW, Browser, browse
 
 pytestmark = pytest.mark.browser

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from collectors import connect
 from dashboard import cliutil
 from dashboard.cli import build_parser
 from dashboard.commands import simulate as simulate_cmd
@@ -91,7 +90,7 @@ def test_version_stays_light() -> None:
 def _is_duration_type(kind: Any) -> bool:
     """The duration argparse types: cliutil's three (everything else wraps one of them or
     collectors.timeparse.parse_duration itself)."""
-    return (kind in (cliutil.parse_duration, cliutil.non_negative_duration, connect._duration,
+    return (kind in (cliutil.parse_duration, cliutil.non_negative_duration,
                      simulate_cmd._retry_after, cliutil.work_duration)
             or getattr(kind, "__qualname__", "").startswith("bounded_duration."))
 
@@ -111,7 +110,7 @@ DURATION_FLAGS = [(path, action) for path, action in ALL_OPTIONS if _is_duration
 IDS = [f"{' '.join(p)} {a.option_strings[-1]}" for p, a in DURATION_FLAGS]
 
 # Flags whose help text lives outside the files this convention's owner edits
-# (collectors/connect.py): they take units all the same.
+# (dashboard/source_args.py): they take units all the same.
 EXPECTED = {
     "serve": {"--timeout", "--deadline", "--refresh", "--window", "--range", "--slo"},
     "snapshot": {"--timeout", "--deadline", "--window"},

@@ -192,7 +192,7 @@ class _HostileSource:
     name = "hostile"
 
     def snapshot(self, at: float, window_s: float) -> Any:
-        from collectors.types import QueueSnapshot, Snapshot
+        from models.measurements import QueueSnapshot, Snapshot
 
         return Snapshot(at=at, window_s=window_s, source=self.name,
                         queues=[QueueSnapshot(queue=n, arrival_rate_per_s=-0.5 if i == 0 else 1.0)
@@ -205,9 +205,9 @@ class _HostileSource:
 
 @pytest.fixture
 def hostile(monkeypatch: pytest.MonkeyPatch) -> None:
-    import collectors.connect
+    import dashboard.source_args
 
-    monkeypatch.setattr(collectors.connect, "source_from_args",
+    monkeypatch.setattr(dashboard.source_args, "source_from_args",
                         lambda *_a, **_k: _HostileSource())
 
 
@@ -257,13 +257,13 @@ def test_json_escapes_every_control_character(capsys: pytest.CaptureFixture[str]
 def test_an_error_naming_a_hostile_value_is_escaped(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import collectors.connect
+    import dashboard.source_args
     from collectors.errors import PrometheusUnreachable
 
     def refuse(*_a: Any, **_k: Any) -> Any:
         raise PrometheusUnreachable(f"no such tenant {CLEAR}\nqueuelens: forged line")
 
-    monkeypatch.setattr(collectors.connect, "source_from_args", refuse)
+    monkeypatch.setattr(dashboard.source_args, "source_from_args", refuse)
     assert main(["snapshot"]) == 3
     err = capsys.readouterr().err
     assert err == ("queuelens: error: no such tenant \\x1b[2J\\nqueuelens: forged line\n")
@@ -282,7 +282,7 @@ def test_a_header_with_a_line_break_is_a_usage_error(capsys: pytest.CaptureFixtu
 
 def test_the_demo_is_never_read_without_saying_so(capsys: pytest.CaptureFixture[str],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from collectors.connect import DEMO_NOTICE
+    from dashboard.source_args import DEMO_NOTICE
     from tests.support.cli import run_main
 
     monkeypatch.delenv("QUEUELENS_PROMETHEUS_URL", raising=False)

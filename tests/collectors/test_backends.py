@@ -32,8 +32,8 @@ from collectors.config import connection_settings
 from collectors.profile import Profile
 from collectors.prom_client import PrometheusClient
 from collectors.snapshot import PrometheusSource
-from collectors.types import Snapshot
 from dashboard.cli import main
+from models.measurements import Snapshot
 from models.signals import RATE_FIELDS
 from tests.support.prometheus import PrometheusProcess
 from tests.support.victoria import VictoriaProcess, start_victoria

@@ -14,7 +14,7 @@ import pytest
 from collectors.profile import Profile, parse_selector
 from collectors.prom_client import ConnectionSettings, PrometheusClient
 from collectors.snapshot import PrometheusSource
-from collectors.types import QueueSnapshot, Snapshot
+from models.measurements import QueueSnapshot, Snapshot
 from tests.support import beyond_om as bo
 from tests.support.prometheus import PrometheusProcess, backfill, start_prometheus
 

@@ -11,7 +11,7 @@ import pytest
 
 from collectors.cache import CachedSource
 from collectors.errors import BadQuery, PrometheusTimeout, PrometheusUnreachable
-from collectors.types import QueueSnapshot, RangeData, Snapshot
+from models.measurements import QueueSnapshot, RangeData, Snapshot
 
 
 class CountingSource:

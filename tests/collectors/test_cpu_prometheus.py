@@ -30,8 +30,8 @@ from collectors.doctor import read_prometheus
 from collectors.profile import MetricNames, Profile
 from collectors.prom_client import PrometheusClient
 from collectors.snapshot import PrometheusSource
-from collectors.types import QueueSnapshot, Snapshot
 from models.contract import DoctorReport, ProcessReport, SignalReport, diagnose
+from models.measurements import QueueSnapshot, Snapshot
 from tests.support import beyond_om as bo
 from tests.support.prometheus import PrometheusProcess, backfill, start_prometheus
 

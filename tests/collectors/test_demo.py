@@ -10,10 +10,10 @@ import pytest
 
 from collectors.demo import DemoSource
 from collectors.errors import ConfigError
-from collectors.types import QueueSnapshot
 from dashboard.advice import histories_from_range
 from models import fleet as fl
 from models import queueing
+from models.measurements import QueueSnapshot
 from models.plan import check_change
 
 AT = 1_704_067_200.0 + 14 * 3600  # 2024-01-01T14:00:00Z, the daily peak

@@ -10,7 +10,7 @@ import requests
 
 from collectors.demo import DemoSource
 from collectors.openmetrics import render_openmetrics
-from collectors.types import QueueSnapshot
+from models.measurements import QueueSnapshot
 from tests.support.prometheus import PrometheusProcess, backfill, start_prometheus
 
 pytestmark = pytest.mark.prometheus

@@ -11,7 +11,7 @@ import pytest
 
 from collectors.cache import CachedSource
 from collectors.incremental import MAX_STEP_S, step_grid
-from collectors.types import RangeData, Snapshot
+from models.measurements import RangeData, Snapshot
 
 STEP = 15.0
 LENGTH = 600.0

@@ -17,7 +17,7 @@ from collectors.exporter import serve
 from collectors.profile import Profile
 from collectors.prom_client import PrometheusClient
 from collectors.snapshot import PrometheusSource
-from collectors.types import RangeData
+from models.measurements import RangeData
 from tests.support.prometheus import start_prometheus
 
 pytestmark = pytest.mark.prometheus

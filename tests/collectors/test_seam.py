@@ -18,7 +18,7 @@ from collectors.config import ConnectionSettings
 from collectors.demo import DemoSource
 from collectors.prom_client import PrometheusClient
 from collectors.snapshot import PrometheusSource
-from collectors.types import QueueSnapshot, RangeData
+from models.measurements import QueueSnapshot, RangeData
 from models.signals import RATE_FIELDS
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, WEIRD, WEIRD_WORKERS_FROM_CONFIG, WINDOW_S

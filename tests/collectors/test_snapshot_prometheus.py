@@ -12,7 +12,7 @@ from collectors.errors import BadQuery
 from collectors.profile import Matcher, Profile, component_base_profile
 from collectors.prom_client import PrometheusClient
 from collectors.snapshot import PrometheusSource
-from collectors.types import QueueSnapshot, Snapshot
+from models.measurements import QueueSnapshot, Snapshot
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import (
     API_CLASSES_A,

@@ -15,10 +15,10 @@ from collectors.demo import DemoSource
 from collectors.errors import ConfigError
 from collectors.prom_client import PrometheusClient
 from collectors.snapshot import PrometheusSource
-from collectors.types import RangeData, Snapshot
 from dashboard.advice import advise_fleet, history_from_range
 from dashboard.cliutil import dump_json
 from models import fleet as fl
+from models.measurements import RangeData, Snapshot
 from models.settings import AnalysisSettings
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, JOB_A, TRUTH, WEIRD, main_scenario

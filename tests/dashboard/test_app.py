@@ -10,8 +10,8 @@ import pytest
 
 from collectors.cache import CachedSource
 from collectors.errors import PrometheusUnreachable
-from collectors.types import RangeData, Snapshot
 from dashboard.app import build_dash_app, create_app, dash_app_of, stale_banner_text
+from models.measurements import RangeData, Snapshot
 
 
 class _NamedSource:

@@ -12,9 +12,9 @@ import dash
 from collectors.demo import DemoSource
 from collectors.doctor import reading_from_exposition
 from collectors.profile import Profile
-from collectors.types import RangeData, Snapshot
 from dashboard.app import build_dash_app, create_app
 from models.contract import ContractReading
+from models.measurements import RangeData, Snapshot
 from tests.support.dash_tree import component_texts
 
 AT = 1_800_000_000.0

@@ -24,16 +24,15 @@ from collectors.demo import DemoSource
 from dashboard.app import build_dash_app, create_app
 from dashboard.context import AppContext
 from dashboard.report import (
-    _EXPORT_CONTEXTS,
     EXPORT_POLL_MS,
     ExportProgress,
-    _remove_store,
     export_manager,
     export_payload,
     export_token,
     progress_update,
     run_export,
 )
+from dashboard.report.export import _EXPORT_CONTEXTS, _remove_store
 
 AT_T = 1_767_225_600.0  # 2026-01-01T00:00:00Z; the demo answers at any time
 EXPORT_OUTPUT = "..export-download.data...export-status.children.."

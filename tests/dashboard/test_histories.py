@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from collectors.demo import DemoSource
-from collectors.types import RangeData
 from dashboard.advice import _SIGNALS, histories_from_range, history_from_range
 from models import fleet as fl
 from models.advisor import HISTORY_FIELDS, QueueHistory, histories_from_table
 from models.errors import ModelInputError
+from models.measurements import RangeData
 
 AT = fl.EPOCH_S + 40 * 86400 + 14 * 3600
 

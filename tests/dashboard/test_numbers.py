@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from collectors.types import QueueSnapshot
 from dashboard.numbers import (
     number_text,
     quantile_note,
@@ -16,6 +15,7 @@ from dashboard.numbers import (
     snapshot_quantile_text,
 )
 from models.histogram import bucket_quantile
+from models.measurements import QueueSnapshot
 
 INF = math.inf
 GO_1E5 = 9.999999999999999e-06  # how Go prints the 1e-5 bucket of ExponentialBuckets

@@ -12,12 +12,12 @@ import pytest
 from collectors.cache import CachedSource
 from collectors.demo import DemoSource
 from collectors.errors import PrometheusUnreachable
-from collectors.types import QueueSnapshot, Snapshot
 from dashboard.context import AppContext
 from dashboard.numbers import snapshot_quantile_text
 from dashboard.pages import overview
 from dashboard.plan_words import binding_label, workers_text
 from models import fleet as fl
+from models.measurements import QueueSnapshot, Snapshot
 
 
 def _snap(*queues: QueueSnapshot) -> Snapshot:

@@ -11,10 +11,10 @@ import pytest
 
 from collectors.cache import CachedSource
 from collectors.demo import DemoSource
-from collectors.types import RangeData
 from dashboard import figures as fg
 from dashboard.context import AppContext
 from dashboard.pages import overview
+from models.measurements import RangeData
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from collectors.cache import CachedSource
 from collectors.demo import DemoSource
 from collectors.errors import PrometheusUnavailable
-from collectors.types import RangeData, Snapshot
 from dashboard.advice import FleetAdvice, advise_fleet
 from dashboard.app import create_app
 from dashboard.context import AppContext
@@ -31,6 +30,7 @@ from dashboard.plan_metrics import (
     scrape_wait_s,
 )
 from dashboard.plan_refresh import PlanRefresher, RefreshState, TimedReads
+from models.measurements import RangeData, Snapshot
 from models.settings import AnalysisSettings
 
 AT = 1581343200.0

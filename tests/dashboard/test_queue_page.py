@@ -11,12 +11,12 @@ import pytest
 from collectors.cache import CachedSource
 from collectors.demo import DemoSource
 from collectors.errors import PrometheusUnreachable
-from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard import figures as fg
 from dashboard.advice import advise_fleet
 from dashboard.numbers import number_text
 from dashboard.pages import queue as qp
 from models import fleet as fl
+from models.measurements import QueueSnapshot, RangeData, Snapshot
 from models.settings import AnalysisSettings
 from tests.support.dash_tree import component_texts
 

@@ -15,11 +15,12 @@ from collectors.cache import CachedSource
 from collectors.config import QueuelensConfig, parse_config
 from collectors.connect import open_source
 from collectors.demo import DemoSource
-from collectors.types import RangeData, Snapshot, Source
+from collectors.types import Source
 from dashboard.app import create_app, effective_refresh_s, scrape_step_s
 from dashboard.cliutil import OneLineParser
 from dashboard.commands import serve
 from dashboard.context import AppContext
+from models.measurements import RangeData, Snapshot
 
 PAGES = Path(__file__).resolve().parents[2] / "dashboard" / "pages"
 UNREACHABLE = "http://127.0.0.1:9"  # never contacted: building a source does no I/O

@@ -23,7 +23,6 @@ import pandas as pd
 import pytest
 
 from collectors.demo import DemoSource
-from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard import figures as fg
 from dashboard.plan_words import evidence_label
 from dashboard.report import (
@@ -41,6 +40,7 @@ from dashboard.report import (
     render,
     script_json,
 )
+from models.measurements import QueueSnapshot, RangeData, Snapshot
 from models.settings import AnalysisSettings
 from tests.support.prometheus import PrometheusProcess
 from tests.support.workqueue_om import AT, START, TRUTH, WINDOW_S, iter_queue_names
@@ -467,7 +467,8 @@ def test_a_knob_manifest_is_fenced_in_markdown_and_escaped_in_html(demo_report: 
     backticks and HTML) cannot end the Markdown fence or become HTML."""
     import dataclasses
 
-    from dashboard.report import _html_plan, _md_plan
+    from dashboard.report.html_page import _html_plan
+    from dashboard.report.markdown import _md_plan
     from models.flowschema import flowschema_manifest
     from models.plan import Knob
 

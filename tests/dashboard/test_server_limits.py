@@ -22,8 +22,6 @@ import pytest
 from collectors.cache import CachedSource
 from collectors.demo import DemoSource
 from collectors.errors import BadQuery, ConfigError, PrometheusUnreachable
-from collectors.types import QueueSnapshot, RangeData, Snapshot
-from dashboard import report
 from dashboard.app import (
     MAX_REQUEST_BYTES,
     ServerLimits,
@@ -33,6 +31,8 @@ from dashboard.app import (
     stale_banner_text,
 )
 from dashboard.report import EXPORT_BUSY, ExportJobs, export_timeout_text, export_token
+from dashboard.report import export as report  # the export jobs live there
+from models.measurements import QueueSnapshot, RangeData, Snapshot
 
 EXPORT_OUTPUT = "..export-download.data...export-status.children.."
 DASH_POST = "/_dash-update-component"

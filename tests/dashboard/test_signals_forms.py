@@ -7,11 +7,11 @@ import math
 
 import pytest
 
-from collectors.types import QueueSnapshot
 from dashboard import figures
 from dashboard.forms import parse_number
 from dashboard.signals import capacity_per_s, combine, ratio
 from models.errors import ModelInputError
+from models.measurements import QueueSnapshot
 
 HOSTILE = '<img src=x onerror="alert(1)">'
 

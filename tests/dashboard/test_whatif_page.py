@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 from collectors.demo import DemoSource
-from collectors.types import QueueSnapshot, RangeData, Snapshot
 from dashboard import figures as fg
 from dashboard.advice import advise_fleet
 from dashboard.context import AppContext
 from dashboard.pages import whatif as wp
 from models import fleet as fl
 from models.errors import ModelInputError
+from models.measurements import QueueSnapshot, RangeData, Snapshot
 from models.settings import AnalysisSettings
 
 NOW = 1_700_000_000.0

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from collectors.demo import DemoSource
-from collectors.types import QueueSnapshot
 from dashboard.advice import histories_from_range, process_key, process_totals
 from dashboard.cliutil import jsonable
 from models import fleet as fl
@@ -24,6 +23,7 @@ from models.advisor import (
     advise_many,
 )
 from models.errors import ModelInputError
+from models.measurements import QueueSnapshot
 
 AT = fl.EPOCH_S + 40 * 86400 + 14 * 3600
 

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from collectors.demo import DemoSource
-from collectors.types import QueueSnapshot
 from dashboard.advice import history_from_range
 from dashboard.cliutil import jsonable
 from models import fleet as fl
@@ -29,6 +28,7 @@ from models.advisor import (
     threshold_table,
 )
 from models.errors import ModelInputError
+from models.measurements import QueueSnapshot
 from models.simulate import SimResult, simulate
 
 DAY = fl.EPOCH_S + 40 * 86400

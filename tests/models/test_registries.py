@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.types import QueueSnapshot
 from models.advisor import BINDING_LIMITS, KINDS, Kind, advise
 from models.bindings import CEILING_LIMITS, limits
 from models.bindings import registry as bindings_registry
 from models.bindings.registry import BindingLimit, Option, contention_limit, register
+from models.measurements import QueueSnapshot
 from models.verdicts import registry
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "advisor.md").read_text()
