@@ -126,6 +126,12 @@ class CachedSource:
         """Range reads by how they were made: 'full' or 'delta' (only the new steps)."""
 
     @property
+    def profile(self) -> Any:
+        """The wrapped source's metric profile (None for a source without one, the demo):
+        the pages read the framework and the poll periods from it, as ``advise`` does."""
+        return getattr(self.source, "profile", None)
+
+    @property
     def name(self) -> str:
         return self.source.name
 

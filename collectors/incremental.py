@@ -21,10 +21,10 @@ fresh full read — except where the past changed, which the overlap catches:
   interval, a queue that moved to another process — means the kept columns may be wrong too,
   and the whole range is read again.
 
-A full read also happens on the first read, when the length, the step or the queue set
-changes, when the new end is not after the last one, and when the last read is older than its
-range (nothing of it would be kept). Each read says which it was, and why, in the debug log
-(logger ``collectors.incremental``).
+A full read also happens on the first read, when the length or the step changes, when a
+queue or a signal appears that the last read did not have, when the new end is before the last
+one, and when the last read is older than its range (nothing of it would be kept). Each read
+says which it was, and why, in the debug log (logger ``collectors.incremental``).
 """
 
 from __future__ import annotations
@@ -117,34 +117,52 @@ def extend(prev: RangeData | None, read: Callable[[float, float], RangeData], a:
     # rounding adds a column when the asked end is between two steps)
     if prev.step_s != step_s or abs((b - a) - (prev.end - prev.start)) > step_s * 1.001:
         return _full(read, a, b, "the range or the step changed")
-    if b <= prev.end or a < prev.start:
+    if b < prev.end or a < prev.start:
         return _full(read, a, b, "the range is not after the last read's")
     overlap = REPLACED_STEPS + COMPARED_STEPS
     delta_start = prev.end - (overlap - 1) * step_s  # prev.end is the last read's last column
     if delta_start <= a or len(prev.t) < overlap:
         return _full(read, a, b, "the last read is older than its range")
+    # b == prev.end (a refresh within the same step) reads the overlap alone: its replaced
+    # columns may have gained late samples since
     delta = read(delta_start, b)
-    if set(delta.queues) != set(prev.queues) or set(delta.signals) != set(prev.signals):
-        return _full(read, a, b, "the queue set or the signals changed")
+    if not set(delta.queues) <= set(prev.queues) or not set(delta.signals) <= set(prev.signals):
+        return _full(read, a, b, "a queue or a signal is new")
     if delta.step_s != step_s or len(delta.t) == 0 or delta.t[0] != delta_start:
         return _full(read, a, b, "the source did not answer on the step grid")
-    rows = np.array([prev.index(q) for q in delta.queues], dtype=np.int64)
+    # a queue or a signal the short read lacks (quiet over the last steps: a source leaves out
+    # what has no point) is NaN there, on the last read's rows
+    where = np.array([prev.index(q) for q in delta.queues], dtype=np.int64)
     half = step_s / 2
     compared_t = prev.t[(prev.t > delta_start - half)
                         & (prev.t < prev.end - REPLACED_STEPS * step_s + half)]
     old_cols = np.searchsorted(prev.t, compared_t)
     new_cols = np.searchsorted(delta.t, compared_t)
-    for name, matrix in delta.signals.items():
-        before = prev.signals[name][rows][:, old_cols]
-        if not _agree(before, matrix[:, new_cols]):
-            return _full(read, a, b, f"the past changed in the overlap ({name})")
     keep = (prev.t >= a) & (prev.t < delta_start)
+    n = len(prev.queues)
+    signals: dict[str, np.ndarray] = {}
+    for name, before in prev.signals.items():
+        fresh = np.full((n, len(delta.t)), np.nan)
+        got = delta.signals.get(name)
+        if got is not None:
+            fresh[where] = got
+        if not _agree(before[:, old_cols], fresh[:, new_cols]):
+            return _full(read, a, b, f"the past changed in the overlap ({name})")
+        merged = np.concatenate([before[:, keep], fresh], axis=1)
+        if np.isfinite(merged).any():  # a signal with no point left is left out, as a read does
+            signals[name] = merged
     t = np.concatenate([prev.t[keep], delta.t])
-    signals = {name: np.concatenate([prev.signals[name][rows][:, keep], matrix], axis=1)
-               for name, matrix in delta.signals.items()}
+    # a queue that has left the range (no point in any signal, not in the short read) goes
+    alive = np.zeros(n, dtype=bool)
+    alive[where] = True
+    for m in signals.values():
+        alive |= np.isfinite(m).any(axis=1)
+    queues = tuple(q for q, ok in zip(prev.queues, alive, strict=True) if ok)
+    if not alive.all():
+        signals = {name: m[alive] for name, m in signals.items()}
+    warnings = tuple(dict.fromkeys((*prev.warnings, *delta.warnings)))
     log.debug("range [%s, %s]: %d new step(s) read, %d kept", a, b,
               len(delta.t) - overlap, int(keep.sum()))
-    data = RangeData(start=a, end=b, step_s=step_s, source=delta.source,
-                     queues=tuple(delta.queues), t=t, signals=signals,
-                     warnings=tuple(delta.warnings))
+    data = RangeData(start=a, end=b, step_s=step_s, source=delta.source, queues=queues,
+                     t=t, signals=signals, warnings=warnings)
     return Extension(data, "delta", f"{len(delta.t) - overlap} new step(s)")

@@ -541,8 +541,8 @@ def whatif_wait_figure(
     layout["margin"]["r"] = RIGHT_AXIS_MARGIN_PX + MODEBAR_MARGIN_PX
     if slo_s is not None:
         add_hline(fig, slo_s, {"color": GREEN, "dash": "dash"},
-                  text=f"SLO {number_text(slo_s, 's')}", position="top left",
-                  text_color=GREEN)
+                  text=f"SLO {number_text(slo_s, 's')}", position="top right",
+                  text_color=GREEN)  # left, it met the count labels of a small count
     _mark_recommended(fig, recommended)
     return fig
 
@@ -596,7 +596,7 @@ def whatif_throughput_figure(
     ]
     add_hline(fig, arrival_rate_per_s, {"color": ORANGE, "dash": "dash"},
               text=f"arrivals λ = {number_text(arrival_rate_per_s, '/s')}",
-              position="bottom right", text_color=ORANGE)
+              position="top right", text_color=ORANGE)  # below, it sat on the ticks
     _mark_recommended(fig, recommended)
     return fig
 

@@ -82,7 +82,7 @@ def source_from_args(
         if (getattr(args, "command", None) != "serve" if one_shot is None else one_shot)
         else None,
     )
-    if not getattr(args, "demo", False) and type(source).__name__ == "DemoSource":
+    if not getattr(args, "demo", False) and source.name == "demo":
         # the demo fleet's names look real: never read it without saying so
         print(DEMO_NOTICE, file=sys.stderr)
     return source

@@ -114,10 +114,11 @@ def _with_unit(text: str, unit: str) -> str:
 def duration_unit(seconds: float, digits: int = 3) -> tuple[float, str]:
     """(factor, unit) a nonzero duration is written in, chosen on its rounded value
     (0.0999999 is '0.1 s'; 9.999999999999999e-06 — a Go-printed bucket edge — is '10 µs')."""
-    magnitude = max(abs(seconds), abs(_rounded(seconds, digits)))
+    rounded = abs(_rounded(seconds, digits))
+    magnitude = max(abs(seconds), rounded)
     if magnitude >= _DAYS_FROM_S:
         return 1 / 86400, "days"
-    if magnitude >= _HOURS_FROM_S or (magnitude >= 3600 and magnitude % 3600 == 0):
+    if magnitude >= _HOURS_FROM_S or (rounded >= 3600 and rounded % 3600 == 0):
         return 1 / 3600, "h"
     if magnitude >= _MINUTES_FROM_S:
         return 1 / 60, "min"
@@ -136,7 +137,7 @@ def duration_text(seconds: float | None, digits: int = 3) -> str:
     if abs(seconds) < 1e-9:  # below client-go's smallest bucket edge (10 ns), and any clock
         return "< 1 ns" if seconds > 0 else "> -1 ns"
     factor, name = duration_unit(seconds, digits)
-    return f"{sig(_rounded(seconds, digits) * factor, digits)} {name}"
+    return f"{sig(seconds * factor, digits)} {name}"  # rounded once, in its unit
 
 
 def instant_text(t_s: float | None) -> str:
@@ -173,8 +174,10 @@ def percent_text(share: float | None) -> str:
         return "0 %"
     if magnitude < 0.05:
         return "< 0.1 %" if pct > 0 else "> -0.1 %"
-    whole = 10 <= round(magnitude, 1) < 99 or magnitude >= 1000
-    text = f"{pct:,.0f}" if whole else f"{pct:.1f}".rstrip("0").rstrip(".")
+    if 99.95 <= magnitude < 100:  # not '100 %' for a share that is not all
+        return "> 99.9 %" if pct > 0 else "< -99.9 %"
+    whole = 10 <= round(magnitude, 1) < 99 or magnitude >= 999.5
+    text = f"{pct:,.0f}" if whole else f"{pct:,.1f}".rstrip("0").rstrip(".")
     return f"{text} %"
 
 

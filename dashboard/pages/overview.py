@@ -557,7 +557,7 @@ def parse_grid_state(sort: object = None, filters: object = None) -> GridState:
                     dropped.append(f"the filter on {str(name)[:40]!r}")
                 else:
                     model[name] = kept
-    note = ("The address's " + ", ".join(dropped) + " could not be applied: the grid shows "
+    note = ("Not applied from the address: " + ", ".join(dropped) + "; the grid shows "
             "the rest.") if dropped else ""
     return GridState(tuple(order), model, note)
 

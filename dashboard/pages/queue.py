@@ -174,7 +174,7 @@ def fluid_projection(
     if g > 0:
         return series, head + (
             f"the backlog grows by {fmt(g, 'items/s')} and never clears at this worker count "
-            f"(+{fmt(float(qs[-1]) - q0, 'items')} over the next {_duration(horizon_s)})."
+            f"(+{fmt(float(qs[-1]) - q0, 'items')} over the next {fmt(horizon_s, 's')})."
         )
     if clear is None:
         return series, head + "λ = c·μ: the backlog stays where it is."
@@ -190,8 +190,8 @@ def fluid_projection(
         return series, head + (
             f"a depth of {fmt(q0, 'items')} is what randomness keeps queued at this load "
             f"(M/M/c: {fmt(steady, 'items')} on average), not a backlog; the fluid view, "
-            f"which leaves randomness out, would clear it in {_duration(clear)}.")
-    return series, head + f"the backlog clears in {_duration(clear)} at full capacity."
+            f"which leaves randomness out, would clear it in {fmt(clear, 's')}.")
+    return series, head + f"the backlog clears in {fmt(clear, 's')} at full capacity."
 
 
 def _random_depth(q: QueueSnapshot) -> float | None:
@@ -205,16 +205,6 @@ def _random_depth(q: QueueSnapshot) -> float | None:
         return float(erlang_c(lam, 1.0 / svc, c).queue_length_mean)
     except ModelInputError:
         return None
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{sig(seconds)} s"
-    if seconds < 7200:
-        return f"{sig(seconds / 60)} min"
-    if seconds < 2 * 86400:
-        return f"{sig(seconds / 3600)} h"
-    return f"{sig(seconds / 86400)} days"
 
 
 def model_fit(q: QueueSnapshot) -> tuple[str, ...]:
@@ -423,7 +413,7 @@ def queue_view(source: Source | None, name: str, range_key: str, now: float,
     projection, fluid_text = fluid_projection(q, now, range_s / 4)
     figs = build_figures(series, step, projection, now)
     summary = (f"{len(series.get('depth_current', ([], []))[0])} points per signal, one every "
-               f"{_duration(step)}, from {snap.source}.")
+               f"{fmt(step, 's')}, from {snap.source}.")
     if warnings:
         summary += " " + " ".join(warnings)
     evidence = (plan_evidence(q, plan, getattr(source, "profile", None))
@@ -590,8 +580,8 @@ def _shown_value(value: str) -> str:
     """A measure whose every part is missing reads 'not measured' once, not 'no data ·
     no data requests in flight · writes no data · …' (the note says what is missing)."""
     parts = value.split(" · ")
-    return "not measured" if all(p.startswith(fmt(None)) or p.endswith(fmt(None))
-                                 or f"{fmt(None)} " in p for p in parts) else value
+    missing = all(fmt(None) in p and not any(c.isdigit() for c in p) for p in parts)
+    return "not measured" if missing else value  # 'seats 3 of no data' keeps its 3
 
 
 def render_measures(items: tuple[Measure, ...]) -> Any:

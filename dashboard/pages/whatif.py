@@ -304,7 +304,8 @@ def advisor_mark(source: Source | None, queue: str | None, now: float,
                            kinds)
     return AdvisorMark(plan.recommended_workers,
                        f"{basis}: {plan.headline}. Recommended: {plan.recommended_workers} "
-                       f"workers — {plan.rule_text} (dashed purple line on the charts).", kinds)
+                       f"worker{'' if plan.recommended_workers == 1 else 's'} — "
+                       f"{plan.rule_text} (dashed purple line on the charts).", kinds)
 
 
 def render_advisor(mark: AdvisorMark) -> Any:
@@ -323,7 +324,7 @@ def recommendation_text(params: WhatIfParams, result: WhatIfResult,
     inp = params.inputs
     rec = result.recommendation
     head = ("No worker count in this range works" if rec.workers is None
-            else f"Recommended: {rec.workers} workers")
+            else f"Recommended: {rec.workers} worker{'' if rec.workers == 1 else 's'}")
     parts = [f"{head} — {rec.reason}"]
     row = next((r for r in result.rows if r.workers == rec.workers), None)
     if row is not None and row.wait_mean_s is not None:

@@ -29,6 +29,7 @@ class _Columns:
         self.asked: list[tuple[float, float]] = []
         self.offset = 0.0
         self.gap: tuple[float, float] | None = None
+        self.errors_until = 1_699_999_700.0
 
     def value(self, i: int, t: np.ndarray) -> np.ndarray:
         v = 1.0 + i + np.sin(t / 97.0 + i) + self.offset
@@ -46,8 +47,13 @@ class _Columns:
         t = (start + step_s * np.arange(round((end - start) / step_s) + 1)).astype(np.float64)
         rows = self.queues if not queues else tuple(q for q in self.queues if q in queues)
         m = np.stack([self.value(self.queues.index(q), t) for q in rows])
+        signals = {"arrival_rate_per_s": m, "busy_workers": 2 * m,
+                   # a burst of errors early on, quiet since: a read that has no point of a
+                   # signal leaves it out, as PrometheusSource does
+                   "errors_per_s": np.where(t < self.errors_until, m / 10, np.nan)}
+        signals = {k: v for k, v in signals.items() if np.isfinite(v).any()}
         return RangeData(start=start, end=end, step_s=step_s, source=self.name, queues=rows,
-                         t=t, signals={"arrival_rate_per_s": m, "busy_workers": 2 * m})
+                         t=t, signals=signals)
 
 
 class _Cache(CachedSource):
@@ -153,3 +159,24 @@ def test_long_steps_and_other_sources_are_read_as_before() -> None:
     cache.range(now + 30 - LENGTH, now + 30, STEP)
     assert [e - s for s, e in source.asked] == [pytest.approx(LENGTH)] * 2
     assert cache.range_reads == {}
+
+
+def test_a_refresh_within_the_step_and_a_quiet_signal_stay_deltas() -> None:
+    """The dashboard refreshes every 15 s on a 60 s step: a refresh on the same grid end
+    reads the overlap alone; a signal quiet over the last steps (absent from the short read)
+    is NaN there, not a reason to read everything again — and the result still equals a full
+    read, the quiet signal dropped once it has no point left in the range."""
+    source = _Columns()
+    cache = _cache(source)
+    now = 1_699_999_995.0  # on the 15 s grid
+    first = cache.range(now + 1 - LENGTH, now + 1, STEP)
+    assert "errors_per_s" in first.signals
+    same = cache.range(now + 5 - LENGTH, now + 5, STEP)  # the same grid (end rounded up)
+    assert (same.start, same.end) == (first.start, first.end)
+    assert cache.range_reads == {"full": 1, "delta": 1}
+    _same(same, _Columns().range(same.start, same.end, STEP))
+    for k in range(1, 40):  # until the error burst leaves the 600 s range
+        got = cache.range(now + 15 * k - LENGTH, now + 15 * k, STEP)
+        _same(got, _Columns().range(got.start, got.end, STEP))
+    assert "errors_per_s" not in got.signals
+    assert cache.range_reads == {"full": 1, "delta": 40}

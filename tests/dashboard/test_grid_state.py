@@ -36,7 +36,7 @@ def test_what_the_grid_could_not_have_written_is_dropped() -> None:
                     "binding": {"filterType": "text", "type": "contains", "filter": "api"}}))
     assert state.sort == (("status", "asc"),)  # one key per column, the first
     assert set(state.filters) == {"binding"}
-    assert state.note.startswith("The address's the sort 'status:up'")
+    assert state.note.startswith("Not applied from the address: the sort 'status:up'")
     assert "the filter on 'workers'" in state.note
-    assert overview.parse_grid_state("x" * 5000, "{").note.count("could not be applied") == 1
+    assert overview.parse_grid_state("x" * 5000, "{").note.count("Not applied") == 1
     assert overview.parse_grid_state(None, None) == overview.GridState()
