@@ -18,14 +18,14 @@ COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
 USER queuelens
 WORKDIR /home/queuelens
-# Compile the simulator's numba loops once, at build time (10-15 s), into a cache the runtime
-# user can read and write, so the first simulation in a running container does not pay it.
-# (With a read-only root filesystem, mount a writable volume there, or the loops are compiled
-# in memory by the first simulation of each process.)
+# Compile every copy of the simulator's numba loops once, at build time (about 12 s:
+# models.simulate.warm_up, what `queuelens serve` does in the background), into a cache the
+# runtime user can read and write, so no simulation in a running container compiles. (numba
+# uses a cache folder only where it can write: with a read-only root filesystem mount a
+# writable volume here; without one, the loops are compiled once per container into a private
+# folder of the temporary directory, or in memory by each process if that is read-only too.)
 ENV NUMBA_CACHE_DIR=/home/queuelens/.cache/numba
-RUN queuelens simulate --arrival-rate 5 --keys 10 --workers 2 --service-mean 0.1 --duration 5 \
-      --seed 0 >/dev/null \
- && queuelens retries --keys 10 --outage 1m --retry exp:0.005:10 >/dev/null
+RUN python -c "from models.simulate import warm_up; warm_up()"
 EXPOSE 8050
 # One worker process keeps one shared query cache (ten browser tabs -> one set of queries);
 # threads serve concurrent requests. Inside the container 0.0.0.0 is needed for -p to work.

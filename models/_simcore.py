@@ -48,17 +48,40 @@ heap tuples), so it would stay object-bound. Cython would do as well as numba bu
 compiler wherever the package is built, a ``setup.py`` extension and a platform wheel per
 Python version and OS; numba is a dependency with binary wheels on PyPI, the source stays
 Python, and the compiled code is cached on disk on first use. Its costs, measured on the
-2-core development VM: each process that simulates pays about 0.6–0.8 s to import numba and
-initialise it (numba's initialisation imports ``scipy.linalg``) — this module is therefore
-imported only when a simulation or storm runs, never by ``import models.simulate`` — and the
-first run on a machine (or with a new numba/Python version) compiles for 10–15 s and writes
-the cache (``__pycache__`` beside this file, else numba's user cache directory; with neither
-writable the loops are compiled in memory in every process).
+2-core development VM (``benchmarks/bench_simulate.py``): each process that simulates pays
+about 0.6 s to import numba and initialise it (numba's initialisation imports
+``scipy.linalg``) — this module is therefore imported only when a simulation or storm runs,
+never by ``import models.simulate`` — and the first run on a machine (or with a new
+numba/Python version) compiles what it needs and writes the cache.
+
+Compiled per mechanism: a run compiles only the code of the mechanisms it uses. The driver
+passes ``_sim_run`` ``lockh=None`` when no mechanism of a pass is on (no station, coherency
+or API call: ``ext_on`` is 0) and ``seats=None`` when the API server side is off, and the
+loop tests ``lockh is not None`` / ``seats is None`` in front of that code: numba compiles a
+function once per set of argument types, and prunes a branch on whether an argument is
+``None`` before it types the function (its "dead branch pruning"), so the copy for a queue
+alone never types or compiles the stations, the API calls or the server (``_server_call``,
+the APF level, the webhook). Three copies at most — the queue alone; with the stations or
+API calls; with the server too — each the very code of the one loop with the same
+arithmetic, so a run gives the same numbers in any copy. The queue alone (an M/M/c run)
+compiles in about 4 s, a third of the whole loop (the other loops that every run calls,
+``fsum`` and ``_busy_residual``, included: ``fsum`` grows its partials by a loop rather than
+a slice assignment, whose shape check alone compiled for 3 s, and the dirty keys' residual is
+plain numpy rather than a compiled sort, 1.7 s).
+
+Where the cache goes: ``__pycache__`` beside this file, else numba's user cache directory
+(``~/.cache/numba``), or ``$NUMBA_CACHE_DIR`` when set. With none of them writable (a
+read-only site-packages and home, as in a container with a read-only root filesystem) the
+cache goes to a folder of this user's in the temporary directory (:func:`_fallback_cache_dir`)
+and only where even that fails are the loops compiled in memory in every process.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import stat
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -75,12 +98,47 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _jit(fn: F) -> F:
     """``numba.njit`` with the on-disk cache; typed so that mypy keeps ``fn``'s signature.
     ``nogil``: the loops touch only the arrays they are given, so a simulation run by one of
-    the dashboard's threads does not stall the others. Where no cache directory is writable at
-    all, numba refuses ``cache=True``; the loops are then compiled in memory in each process."""
+    the dashboard's threads does not stall the others. Where numba finds no writable cache
+    directory it refuses ``cache=True``; the cache then goes to :func:`_fallback_cache_dir`,
+    and only without that are the loops compiled in memory in each process."""
+    for _ in range(2):
+        try:
+            return cast(F, numba.njit(cache=True, nogil=True, error_model="numpy")(fn))
+        except RuntimeError:  # "cannot cache function …: no locator available"
+            if not _use_fallback_cache_dir():
+                break
+    return cast(F, numba.njit(cache=False, nogil=True, error_model="numpy")(fn))
+
+
+FALLBACK_CACHE_PREFIX = "queuelens-numba-"
+_fallback_tried: list[bool] = []
+
+
+def _fallback_cache_dir(tmp: str) -> str | None:
+    """``<tmp>/queuelens-numba-<uid>``, made if missing, or None unless it is a directory owned
+    by this user that nobody else may write into or read: numba's cache files are pickles, so
+    a folder another user could write would let them run code in this process."""
+    path = os.path.join(tmp, f"{FALLBACK_CACHE_PREFIX}{os.getuid()}")
     try:
-        return cast(F, numba.njit(cache=True, nogil=True, error_model="numpy")(fn))
-    except RuntimeError:  # "cannot cache function …: no locator available"
-        return cast(F, numba.njit(cache=False, nogil=True, error_model="numpy")(fn))
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.lstat(path)
+    except OSError:
+        return None
+    mine = stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+    return path if mine and not st.st_mode & 0o077 else None
+
+
+def _use_fallback_cache_dir() -> bool:
+    """Point numba's cache at :func:`_fallback_cache_dir` (once per process); False when it
+    was tried already or is not usable."""
+    if _fallback_tried:
+        return False
+    _fallback_tried.append(True)
+    path = _fallback_cache_dir(tempfile.gettempdir())
+    if path is None:
+        return False
+    numba.config.CACHE_DIR = path  # type: ignore[attr-defined]
+    return True
 
 
 Arr = npt.NDArray[Any]
@@ -104,6 +162,7 @@ CALL, WORKER_UP, WORKER_DOWN = _i64(3), _i64(4), _i64(5)
 STAGE = _i64(6)
 """The pass of key k reaches its next station (the pool or the CPU) after its first one."""
 SENTINEL = _i64(-1)  # the (inf, -1) entry that keeps the simulator's heap non-empty
+ROOT = _i64(0)  # the index of a heap's top (passed as np.int64: see above)
 
 # --- per-key records ---------------------------------------------------------------------------
 KEYREC = np.dtype([
@@ -263,7 +322,7 @@ def _sift_up(h: Arr, n: int, pos: int) -> None:
 def _push(h: Arr, n: int, t: float, c: int, k: int) -> int:
     """heapq.heappush; returns the new size."""
     h[n].t, h[n].kind, h[n].key = t, c, k
-    _sift_down(h, 0, n)
+    _sift_down(h, ROOT, n)
     return n + 1
 
 
@@ -272,8 +331,8 @@ def _pop(h: Arr, n: int) -> int:
     """heapq.heappop without the returned entry (read ``h[0]`` first); returns the new size."""
     n -= 1
     if n > 0:
-        _copy_entry(h, 0, h, n)
-        _sift_up(h, n, 0)
+        _copy_entry(h, ROOT, h, n)
+        _sift_up(h, n, ROOT)
     return n
 
 
@@ -281,7 +340,7 @@ def _pop(h: Arr, n: int) -> int:
 def _replace(h: Arr, n: int, t: float, c: int, k: int) -> None:
     """heapq.heapreplace without the returned entry."""
     h[0].t, h[0].kind, h[0].key = t, c, k
-    _sift_up(h, n, 0)
+    _sift_up(h, n, ROOT)
 
 
 @_jit
@@ -766,8 +825,8 @@ def _is_write(n_calls: int, n_writes: int, left: int) -> bool:
 def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, tab: Arr,
              q: Arr, at: Arr, ak: Arr, svc: Arr, u: Arr, jit: Arr,
              wh: Arr, wf: Arr, dep: Arr, tr: Arr, lg: Arr,
-             seats: Arr, ring: Arr, hooks: Arr, commits: Arr, bg: Arr, trk: Arr, hu: Arr,
-             hc: Arr, alog: Arr, slog: Arr, lockh: Arr, poolh: Arr, cpuh: Arr) -> int:
+             seats: Arr | None, ring: Arr, hooks: Arr, commits: Arr, bg: Arr, trk: Arr, hu: Arr,
+             hc: Arr, alog: Arr, slog: Arr, lockh: Arr | None, poolh: Arr, cpuh: Arr) -> int:
     """The event loop of ``models.simulate`` (see there for the model and the comments on each
     step); resumes from ``st`` and saves into it. Returns DONE, NEED or OVERFLOW. ``lockh``,
     ``poolh``, ``cpuh``: the free times of the lock (one), the pool's slots and the cores."""
@@ -937,7 +996,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
                 qn -= 1
                 s = _slot(tab, k)
                 replace_top = True
-            elif kind == CALL:
+            elif lockh is not None and kind == CALL:
                 # the pass of k asks the API client's token bucket for its next call (client-go
                 # flowcontrol: a reservation; the delay is the debt / QPS), then waits the call
                 s = _slot(tab, k)
@@ -946,7 +1005,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
                 if t >= W:
                     api_wait += d
                     api_n += 1
-                if not srv_on:
+                if seats is None or not srv_on:
                     nlog = _log(lg, nlog, log_on, t, LOG_CALL, d)
                     r.calls -= 1
                     _replace(heap, hn, t + d + call_lat, CALL if r.calls > 0 else COMPLETION, k)
@@ -955,7 +1014,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
                                       trk, hu, hc, alog, slog)
                 _replace(heap, hn, te, nk, k)
                 continue
-            elif kind == STAGE:
+            elif lockh is not None and kind == STAGE:
                 # the pass of k reaches its next station (FIFO: the stations are asked in
                 # time order), then the next one, or its rest and its API calls
                 s = _slot(tab, k)
@@ -1069,7 +1128,7 @@ def _sim_run(st: Arr, prm: Arr, lim: Arr, bucket: Arr, abucket: Arr, heap: Arr, 
             ndep += 1
         ntr = _trace(tr, ntr, n_trace, t, T_START, k, t - a)
         nk = COMPLETION
-        if ext_on:
+        if lockh is not None and ext_on:
             # the pass: its stations — the serial section (F of the work, under the one lock),
             # the connection pool, the CPU, each FIFO over its slots — then the rest stretched
             # by the coherency cost of the busy workers, then the API calls. The first station
@@ -1130,25 +1189,15 @@ def _busy_residual(heap: Arr, hn: int, tab: Arr, busy_area: float, T: float, W: 
     return busy_area
 
 
-@_jit
 def dirty_residual(tab: Arr, depth_area: float, T: float, W: float) -> float:
-    """Add the keys still dirty at T, in the order they were added (the dict's order)."""
-    n = 0
-    for i in range(tab.size):
-        if tab[i].key != EMPTY and tab[i].flags & DIRTY:
-            n += 1
-    seqs = np.empty(n, np.int64)
-    adds = np.empty(n, np.float64)
-    n = 0
-    for i in range(tab.size):
-        if tab[i].key != EMPTY and tab[i].flags & DIRTY:
-            seqs[n] = tab[i].seq
-            adds[n] = tab[i].add
-            n += 1
-    for j in np.argsort(seqs):
-        a = adds[j]
-        depth_area += T - (a if a > W else W)
-    return depth_area
+    """Add the keys still dirty at T, in the order they were added (the dict's order: their
+    ``seq``, distinct, so any sort gives the one order), one float addition at a time as the
+    interpreted sum did. Plain numpy (compiling it with its sort took 1.7 s)."""
+    dirty = (tab["key"] != EMPTY) & ((tab["flags"] & DIRTY) != 0)
+    adds = tab["add"][dirty][np.argsort(tab["seq"][dirty])]
+    for part in (T - np.where(adds > W, adds, W)).tolist():
+        depth_area += part
+    return float(depth_area)
 
 
 @_jit
@@ -1173,7 +1222,8 @@ def fsum(x: Arr) -> float:
         if v != 0.0:
             if n == p.size:
                 bigger = np.empty(2 * n, np.float64)
-                bigger[:n] = p
+                for j in range(n):  # (not bigger[:n] = p: its shape check compiles for 3 s)
+                    bigger[j] = p[j]
                 p = bigger
             p[n] = v
             n += 1
@@ -1296,7 +1346,7 @@ def run_simulation(
     st[0]["hn"] = hn
     tab = new_table(1 << max(10, (4 * burst_keys).bit_length()))
     q = np.zeros(1024, dtype=np.int64)
-    first = max(1024, min(size_hint, 1 << 22))
+    first = max(1024, min(size_hint, 1 << 25))
     wh = np.zeros(first)
     wf = np.zeros(first if params[0]["m"] > 0 else 16)
     dep = np.zeros(first if params[0]["m"] > 0 else 16)
@@ -1311,6 +1361,7 @@ def run_simulation(
     jit = draw_jitter() if draw_jitter is not None else one
     st[0]["ia"] = 1  # no arrival block yet
     srv_on = bool(params[0]["srv_on"])
+    ext_on = bool(params[0]["ext_on"])
     seats = np.zeros(max(apf_seats, 1))  # free times, a min-heap
     ring = np.zeros(max(int(params[0]["apf_limit"]), 1))
     hooks = np.zeros(max(hook_slots, 1))
@@ -1327,8 +1378,8 @@ def run_simulation(
     log_need = int(params[0]["log_need"])
     while True:
         status = _sim_run(st, params, lim, bucket, abucket, heap, tab, q, at, ak, svc, u, jit,
-                          wh, wf, dep, tr, lg, seats, ring, hooks, commits, bg, trk, hu, hc,
-                          alog, slog, lockh, poolh, cpuh)
+                          wh, wf, dep, tr, lg, seats if srv_on else None, ring, hooks, commits,
+                          bg, trk, hu, hc, alog, slog, lockh if ext_on else None, poolh, cpuh)
         if status == DONE:
             break
         if status == OVERFLOW:
@@ -1407,7 +1458,7 @@ def _tree_build(tree: Arr, leaves: Arr) -> None:
             a, b = b, a
         _copy_entry(win, j, win, a)
         _copy_entry(tree, j, win, b)
-    _copy_entry(tree, 0, win, 1)
+    _copy_entry(tree, ROOT, win, ROOT + 1)
 
 
 @_jit

@@ -49,7 +49,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import ndtr
 
 from models.queueing import ggc_wait
 
@@ -354,6 +353,8 @@ def _wave(p: QueueParams, rng: np.random.Generator, tau: FloatArray) -> FloatArr
 
 
 def _lognormal_cdf(x: float | FloatArray, mean: FloatArray, cv: float) -> FloatArray:
+    from scipy.special import ndtr  # here, not at the top: scipy.special takes 0.25 s to import
+
     s2 = math.log1p(cv * cv)
     mu = np.log(mean) - s2 / 2
     return np.asarray(ndtr((np.log(x) - mu) / math.sqrt(s2)), dtype=np.float64)

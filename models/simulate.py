@@ -126,11 +126,12 @@ An **event** is one processed occurrence of: a raw arrival, a reconcile completi
 delayed retry becoming ready (heap pops superseded by an earlier ready time included). Events
 per second of wall time are measured in ``benchmarks/bench_simulate.py``, never here.
 
-Implementation: the event loop is compiled (``models/_simcore.py``: numba, cached on disk;
-that module says why numba and how the compiled loop gives the interpreted loop's results bit
-for bit). One binary heap of (time, kind, key) entries for completions, retries and the initial
-burst, so ties pop in (time, kind, key) order (a completion's entry is replaced by the worker's
-next job in one heap operation); per-key state (dirty + add time, processing + start time,
+Implementation: the event loop is compiled (``models/_simcore.py``: numba, cached on disk,
+compiled per mechanism — a run compiles only the code of the mechanisms it uses; that module
+says why numba and how the compiled loop gives the interpreted loop's results bit for bit).
+One binary heap of (time, kind, key) entries for completions, retries and the initial burst,
+so ties pop in (time, kind, key) order (a completion's entry is replaced by the worker's next
+job in one heap operation); per-key state (dirty + add time, processing + start time,
 waiting retry, penalised, failure count) in one hash-table record per key; arrivals and all
 random numbers drawn here in numpy blocks, in the order and block sizes of the interpreted
 loop; dependency request times binned with numpy after the loop. The function is
@@ -321,6 +322,14 @@ def _key_drawer(
         return out
 
     return draw
+
+
+def _size_hint(arrivals: float) -> int:
+    """The first size of the loop's per-pass arrays (waits, dependency requests): the expected
+    arrivals and six standard deviations of their Poisson count, so that a run of up to
+    2^25 arrivals does not stop to grow them (growing a 10M-arrival run's arrays took 0.4 s;
+    untouched zeros cost no memory)."""
+    return int(min(arrivals + 6.0 * math.sqrt(arrivals) + 1024.0, 1 << 25))
 
 
 def _arrival_blocks(
@@ -818,7 +827,7 @@ def simulate(
         burst_keys=m if initial_burst else 0,
         worker_changes=schedule.changes() if schedule is not None else (),
         api_burst=aburst, blocks=blocks, draw_svc=draw_svc, draw_u=draw_u,
-        draw_jitter=draw_jitter, size_hint=int(min(lam * T, 1 << 22)), T=T,
+        draw_jitter=draw_jitter, size_hint=_size_hint(lam * T), T=T,
         apf_seats=srv.apf_seats, hook_slots=srv.webhook_slots, objects=srv.objects,
         background=background, pool_slots=pool_k, cpu_slots=cpu_n,
     )
@@ -934,11 +943,19 @@ def simulate(
 # :func:`warm_up`; one that wants to say a compile is under way (``queuelens simulate``) runs
 # inside :func:`compile_notice`.
 
-COMPILE_ESTIMATE_S = 15
-"""How long :func:`warm_up` takes with an empty cache: 13–17 s measured on the 2-core
-development VM (numba 0.68, Python 3.11: the simulator's and the storm's loops with numba's
-own helpers, about 90 functions), 21–26 s while the other core is busy. With the cache warm it
-takes about 1 s, most of it numba's import."""
+COMPILE_ESTIMATE_S = 12
+"""How long :func:`warm_up` takes with an empty cache: every copy of the simulator's loop and
+the storm's — 12.2 s measured on the 2-core development VM at load average 4.4 (numba 0.68,
+Python 3.11; ``benchmarks/bench_simulate.py``; 13–17 s on a quiet machine before issue 22).
+With the cache warm it takes about 1 s, most of it numba's import and start-up."""
+
+RUN_COMPILE_ESTIMATE_S = 6
+"""How long one run's compile takes with an empty cache: only the copy of the loop for the
+mechanisms it uses (``models._simcore``, "compiled per mechanism"). The first ``queuelens
+simulate`` of 1M arrivals (an M/M/4 queue alone) took 5.6 s as a whole process at load average
+4.7, 7–9 s at load 5 (it was 15–24 s); a run with the stations, API calls or the server
+compiles a larger copy, up to about twice that. ``queuelens simulate`` says so when it
+compiles."""
 
 
 def warm_up() -> None:
@@ -948,18 +965,24 @@ def warm_up() -> None:
     The loops are reached through the drivers real runs use (:func:`simulate` and
     ``_simcore.run_storm``), so they are compiled for the argument types of real runs. numba
     compiles a callee together with its caller, so what must be reached is every loop called
-    from Python: ``_sim_run``, ``heapify`` (worker changes), ``rehash`` (more keys in play
-    than the first table's 1,024 slots hold half full), ``_background_upto`` (an APF level),
-    ``_busy_residual``, ``dirty_residual``, ``fsum``, ``_tree_build``, ``_storm_fast`` and
-    ``_storm_run`` (``exact``); ``tests/models/test_warm_up.py`` checks that every one of
-    :func:`compiled_loops` has been compiled after it."""
+    from Python — ``_sim_run`` in each of its three copies (the queue alone; with the
+    stations or API calls; with the API server side too), ``heapify`` (worker changes),
+    ``rehash`` (more keys in play than the first table's 1,024 slots hold half full),
+    ``_background_upto`` (an APF level), ``_busy_residual``, ``fsum``, ``_tree_build``,
+    ``_storm_fast`` and ``_storm_run`` (``exact``); ``tests/cli/test_compile_ahead.py``
+    checks that every one of :func:`compiled_loops` has been compiled after it, and that
+    runs of each copy compile nothing more."""
     from models import _simcore as core
 
     # 2,000 events/s over 4,096 keys, one worker (100 passes/s) until a second joins at
     # 0.5 s: about 1,000 keys are dirty at once, so the key table grows
-    simulate(arrival_rate_per_s=2000.0, keys=4096, workers=WorkerSchedule((0.0, 0.5), (1, 2)),
-             service_mean_s=0.01, duration_s=1.0, seed=0, fail_prob=0.1, api_calls=1,
-             apf_seats=1, apf_background_rate_per_s=10.0, scrape_interval_s=0.5)
+    run: dict[str, Any] = {
+        "arrival_rate_per_s": 2000.0, "keys": 4096,
+        "workers": WorkerSchedule((0.0, 0.5), (1, 2)), "service_mean_s": 0.01,
+        "duration_s": 1.0, "seed": 0, "fail_prob": 0.1, "scrape_interval_s": 0.5}
+    simulate(**run)  # the queue alone
+    simulate(**run, lock_fraction=0.1, api_calls=1)  # the stations and API calls
+    simulate(**run, api_calls=1, apf_seats=1, apf_background_rate_per_s=10.0)  # the server
     lim = core.limiter_record("exp", 0.005, 10.0, "full", 10.0, 100)
     for exact in (False, True):
         core.run_storm(keys=10, lim=lim, bucket=core.new_bucket(100), outage_s=5.0,

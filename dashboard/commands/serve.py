@@ -27,7 +27,8 @@ from ``QUEUELENS_*`` environment variables.
 The simulator's compiled loops (the Retry storm page, the What-if page's simulation) are
 compiled — or loaded from numba's disk cache — at start-up, in a background thread of the
 gunicorn worker (:func:`warm_simulator`), so the first view that simulates does not pay the
-one-time compile (about 15 s on a new machine; :data:`models.simulate.COMPILE_ESTIMATE_S`).
+one-time compile of every copy of the loops (about 12 s on a new machine;
+:data:`models.simulate.COMPILE_ESTIMATE_S`).
 Only when it does compile does it say so on stderr, at the start and at the end.
 """
 

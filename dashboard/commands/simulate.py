@@ -655,7 +655,7 @@ def _emit_openmetrics(args: argparse.Namespace, metrics: Any) -> dict[str, Any]:
 def handle(args: argparse.Namespace) -> int:
     from models.errors import ModelInputError
     from models.load import parse_rate_schedule, parse_workers_schedule
-    from models.simulate import COMPILE_ESTIMATE_S, compile_notice, simulate
+    from models.simulate import RUN_COMPILE_ESTIMATE_S, compile_notice, simulate
 
     _check_flags(args)
     policy = retry_policy_from(args)
@@ -675,9 +675,9 @@ def handle(args: argparse.Namespace) -> int:
     server = _server_kwargs(args)
     bar = ProgressBar(sys.stderr, tty=True)
     progress = partial(bar.fraction, "simulating") if sys.stderr.isatty() else None
-    def compiling() -> None:  # only when numba compiles: the first run on a machine
+    def compiling() -> None:  # only when numba compiles: the first run of these mechanisms
         bar.close()
-        warn(f"first run compiles the simulator (~{COMPILE_ESTIMATE_S} s, once)", "note")
+        warn(f"first run compiles the simulator (~{RUN_COMPILE_ESTIMATE_S} s, once)", "note")
 
     with compile_notice(compiling):
         try:
