@@ -25,14 +25,21 @@ Every HTTP request the project sends is recorded, then replayed **bare** (``requ
 decode, the same concurrency as the project's client) so each time is compared with the cost
 Prometheus and the wire put on it.
 
-Run: python benchmarks/bench_scale.py --queues 1000 10000 [--repeats 3]
+``--recorded``: the rules of ``queuelens rules --recording`` (2 h range: a 60 s step, 15 s
+scrape interval, so the 5m and 1m15s windows) are backfilled into the same TSDB once with
+``promtool tsdb create-blocks-from rules`` (its evaluation instants are offset from the reads'
+grid: the figures are costs, not the equality the tests check), and every measured command
+runs twice, reading the raw counters (``raw``: ``recorded_rules`` off) and the recorded series
+(``rec``), each beside its own bare time. Without ``--recorded`` the commands read with the
+default profile (recorded series used when present).
+
+Run: python benchmarks/bench_scale.py --queues 1000 10000 [--repeats 3] [--recorded]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import statistics
@@ -46,109 +53,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402 - after the path set-up, like the other benchmarks
+from tests.support.scale_om import DURATION_S, START, STEP_S, fleet_text  # noqa: E402
 
-START = 1_704_067_200  # 2024-01-01T00:00:00Z, on a 2 h block boundary
-DURATION_S = 7200
-STEP_S = 15
 AT = START + DURATION_S - STEP_S
 CHUNK = 500
-BOUNDS = [1e-8 * 10**k for k in range(10)]  # client-go ExponentialBuckets(10e-9, 10, 10)
 
 
 # --- fixture --------------------------------------------------------------------------------
-
-
-def _chunk_text(lo: int, hi: int, seed: int = 0) -> str:
-    """OpenMetrics text of queues [lo, hi): families contiguous, timestamps ascending."""
-    rng = np.random.default_rng([seed, lo])
-    n = hi - lo
-    times = START + STEP_S * np.arange(DURATION_S // STEP_S)
-    stamps = [str(int(t)) for t in times]
-    tau = (times - START)[None, :]
-    workers = rng.integers(1, 9, n)
-    service = rng.uniform(0.01, 0.5, n)
-    rho = rng.uniform(0.2, 0.95, n)
-    lam = rho * workers / service
-    phase = rng.uniform(0, 2 * math.pi, n)
-    # Load over the day: λ(t) = λ (1 + 0.4 sin(2πt/1 h + φ)); counters are its integral.
-    w = 2 * math.pi / 3600.0
-    adds = lam[:, None] * (tau + 0.4 / w * (np.cos(phase[:, None]) - np.cos(w * tau
-                                                                              + phase[:, None])))
-    done = adds * 0.999
-    wait_mean = service * rho / (1 - np.minimum(rho, 0.97)) / workers
-    names = [f"q{i:05d}" for i in range(lo, hi)]
-    heads = [f'name="{q}",controller="{q}",job="ctl-{q}",instance="10.0.{i // 250}.{i % 250}:8080"'
-             for i, q in zip(range(lo, hi), names, strict=True)]
-    crh = [f'controller="{q}",job="ctl-{q}",instance="10.0.{i // 250}.{i % 250}:8080"'
-           for i, q in zip(range(lo, hi), names, strict=True)]
-    out: list[str] = []
-
-    def family(name: str, typ: str) -> None:
-        out.append(f"# TYPE {name} {typ}")
-
-    def series(sample: str, labels: str, values: np.ndarray, integer: bool = True) -> None:
-        vals = np.floor(values).astype(np.int64).tolist() if integer else \
-            np.round(values, 3).tolist()
-        head = f"{sample}{{{labels}}} "
-        out.append("\n".join([f"{head}{v} {ts}" for v, ts in zip(vals, stamps, strict=True)]))
-
-    family("workqueue_depth", "gauge")
-    for i in range(n):
-        series("workqueue_depth", heads[i] + ',priority="0"',
-               np.maximum(0, lam[i] * wait_mean[i] * (1 + 0.4 * np.sin(w * tau[0] + phase[i]))))
-    family("workqueue_adds", "counter")
-    for i in range(n):
-        series("workqueue_adds_total", heads[i], adds[i])
-    family("workqueue_retries", "counter")
-    for i in range(n):
-        series("workqueue_retries_total", heads[i], adds[i] * 0.02)
-    for fam, mean in (("workqueue_queue_duration_seconds", wait_mean),
-                      ("workqueue_work_duration_seconds", service)):
-        family(fam, "histogram")
-        for i in range(n):
-            # exponential durations: share below a bound b is 1 − exp(−b / mean)
-            for b in BOUNDS:
-                series(fam + "_bucket", heads[i] + f',le="{b:.0e}"',
-                       done[i] * (1 - math.exp(-b / mean[i])))
-            series(fam + "_bucket", heads[i] + ',le="+Inf"', done[i])
-            series(fam + "_sum", heads[i], done[i] * mean[i], integer=False)
-            series(fam + "_count", heads[i], done[i])
-    family("workqueue_unfinished_work_seconds", "gauge")
-    for i in range(n):
-        series("workqueue_unfinished_work_seconds", heads[i], np.zeros(len(stamps)),
-               integer=False)
-    family("workqueue_longest_running_processor_seconds", "gauge")
-    for i in range(n):
-        series("workqueue_longest_running_processor_seconds", heads[i],
-               np.full(len(stamps), service[i]), integer=False)
-    family("controller_runtime_reconcile", "counter")
-    for i in range(n):
-        for result, share in (("success", 0.97), ("error", 0.02), ("requeue", 0.0),
-                              ("requeue_after", 0.01)):
-            series("controller_runtime_reconcile_total", crh[i] + f',result="{result}"',
-                   done[i] * share)
-    family("controller_runtime_reconcile_errors", "counter")
-    for i in range(n):
-        series("controller_runtime_reconcile_errors_total", crh[i], done[i] * 0.02)
-    family("controller_runtime_max_concurrent_reconciles", "gauge")
-    for i in range(n):
-        series("controller_runtime_max_concurrent_reconciles", crh[i],
-               np.full(len(stamps), workers[i]))
-    family("rest_client_requests", "counter")
-    for i in range(n):
-        proc = heads[i].split(",", 2)[2]
-        series("rest_client_requests_total", proc + ',code="200",method="GET"', done[i] * 2)
-        series("rest_client_requests_total", proc + ',code="409",method="PUT"', done[i] * 0.01)
-    out.append("# EOF")
-    return "\n".join(out) + "\n"
 
 
 def _backfill_chunk(job: tuple[int, int, str, str]) -> float:
     lo, hi, tsdb, tmp = job
     t0 = time.perf_counter()
     om = Path(tmp) / f"chunk-{lo}.om"
-    om.write_text(_chunk_text(lo, hi))
+    om.write_text(fleet_text(lo, hi))
     res = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "-q",
                           str(om), tsdb], capture_output=True, text=True, timeout=3600)
     om.unlink()
@@ -176,11 +94,48 @@ def build_tsdb(n: int, workdir: Path) -> Path:
     return tsdb
 
 
+def add_recorded(n: int, tsdb: Path, workdir: Path) -> None:
+    """The recording rules' blocks in ``tsdb``, once per N: ``queuelens rules --recording``
+    evaluated by ``promtool tsdb create-blocks-from rules`` against a Prometheus on the raw
+    TSDB, the blocks moved in (the server stopped between)."""
+    import hashlib
+
+    from tests.support.prometheus import start_prometheus
+    from tests.support.recorded import move_blocks, promtool_backfill_rules
+
+    rules = workdir / "rules.yaml"
+    res = subprocess.run([sys.executable, "-m", "dashboard.cli", "rules", "--recording", "-o",
+                          str(rules)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    if res.returncode != 0:
+        raise RuntimeError(res.stderr[-2000:])
+    digest = hashlib.sha256(rules.read_bytes()).hexdigest()
+    done = workdir / f"tsdb-{n}.rules.done"
+    if done.exists():
+        if done.read_text().strip() != digest:
+            raise RuntimeError(f"{tsdb} holds the blocks of other recording rules: delete it "
+                               f"and {done}, and run again")
+        return
+    t0 = time.perf_counter()
+    server = start_prometheus(workdir / f"prom-{n}-rules", tsdb=tsdb, ready_timeout_s=600,
+                              extra_args=["--query.max-samples=200000000"])
+    blocks = workdir / f"rules-{n}"
+    shutil.rmtree(blocks, ignore_errors=True)
+    try:
+        promtool_backfill_rules(server.url, rules, START, START + DURATION_S, blocks)
+    finally:
+        server.stop()
+    moved = move_blocks(blocks, tsdb)
+    print(f"  recording rules of {n} queues backfilled: {moved} block(s) "
+          f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    done.write_text(digest + "\n")
+
+
 # --- measured commands (each run in a fresh process) -------------------------------------
 
 _CHILD = r"""
 import json, resource, sys, time
 ROOT, URL, WHAT, AT = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+RECORDED = sys.argv[5] != "raw"
 sys.path.insert(0, ROOT)
 import requests
 sent = []
@@ -200,7 +155,8 @@ elif WHAT in ("overview", "refresh"):
     from dashboard.context import AppContext
     from dashboard.pages import overview
 client = PrometheusClient(ConnectionSettings(url=URL, timeout_s=600.0))
-src = PrometheusSource(client)
+from collectors.profile import Profile
+src = PrometheusSource(client, Profile(use_recorded=RECORDED))
 if WHAT == "refresh":
     # the overview a step ago (cold), then the refresh a step later: what is timed is the
     # refresh, with the cache's clock moved on so nothing is reused by age — its snapshot is
@@ -231,8 +187,9 @@ print(json.dumps({"s": elapsed, "cpu": cpu, "rss": rss, "queues": n, "urls": sen
 """
 
 
-def run_child(url: str, what: str) -> dict[str, object]:
-    res = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), url, what, str(AT)],
+def run_child(url: str, what: str, mode: str = "default") -> dict[str, object]:
+    """One measured command in a fresh process; ``mode`` ``raw``: recorded series off."""
+    res = subprocess.run([sys.executable, "-c", _CHILD, str(ROOT), url, what, str(AT), mode],
                          capture_output=True, text=True,
                          timeout=3600, env={**os.environ, "NO_PROXY": "127.0.0.1"})
     if res.returncode != 0:
@@ -264,6 +221,9 @@ def main() -> int:
     parser.add_argument("--what", nargs="+",
                         default=["snapshot", "advise", "overview", "refresh"])
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/queuelens-bench-scale"))
+    parser.add_argument("--recorded", action="store_true",
+                        help="backfill the recording rules and time each command reading "
+                             "the raw counters and the recorded series")
     args = parser.parse_args()
     from tests.support.prometheus import start_prometheus
 
@@ -271,21 +231,25 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
     for n in args.queues:
         tsdb = build_tsdb(n, args.workdir)
+        if args.recorded:
+            add_recorded(n, tsdb, args.workdir)
         server = start_prometheus(args.workdir / f"prom-{n}", tsdb=tsdb, ready_timeout_s=600,
                                   extra_args=["--query.max-samples=200000000"])
+        modes = ["raw", "rec"] if args.recorded else ["default"]
         try:
             run_child(server.url, "snapshot")  # warm Prometheus's page cache once
-            for what in args.what:
+            for what, mode in ((w, m) for w in args.what for m in modes):
                 own, raw, rss, cpu = [], [], [], []
                 for _ in range(args.repeats):
-                    r = run_child(server.url, what)
+                    r = run_child(server.url, what, mode)
                     own.append(float(r["s"]))  # type: ignore[arg-type]
                     cpu.append(float(r["cpu"]))  # type: ignore[arg-type]
                     rss.append(int(r["rss"]))  # type: ignore[call-overload]
                     urls = list(r["urls"])  # type: ignore[call-overload]
                     raw.append(bare(urls, int(r["parallelism"])))  # type: ignore[call-overload]
                 mo, mb = statistics.median(own), statistics.median(raw)
-                print(f"{n:>6} queues  {what:<9} {mo:7.2f} s  (runs {min(own):.2f}–"
+                label = what if mode == "default" else f"{what}/{mode}"
+                print(f"{n:>6} queues  {label:<13} {mo:7.2f} s  (runs {min(own):.2f}–"
                       f"{max(own):.2f})  its {len(urls)} requests bare {mb:6.2f} s  "
                       f"ratio {mo / mb:4.2f}×  own CPU {statistics.median(cpu):5.2f} s  "
                       f"peak RSS {max(rss) / 2**30:.2f} GiB  "

@@ -266,7 +266,7 @@ _PROM_KEYS = {
 }
 _PROFILE_KEYS = {
     "base", "selector", "scrape_interval", "metrics", "labels", "workers", "external_effects",
-    "apiserver", "poll_periods",
+    "apiserver", "poll_periods", "recorded_rules",
 }
 _APISERVER_KEYS = {"priority_level", "flow_schema", "cluster_labels"}
 MAX_POLL_PERIODS = 100_000
@@ -411,6 +411,13 @@ def _profile(section: Mapping[str, Any], where: str) -> Profile:
                 "{queues/queue_regex, workers}"
             )
 
+    if "recorded_rules" in section:
+        # Read the recorded series of `queuelens rules --recording` where present (default)
+        if not isinstance(section["recorded_rules"], bool):
+            raise ConfigError(f"{where}.recorded_rules: expected true or false, got "
+                              f"{section['recorded_rules']!r}")
+        profile = replace(profile, use_recorded=section["recorded_rules"])
+
     polls = _mapping(section.get("poll_periods"), f"{where}.poll_periods")
     if len(polls) > MAX_POLL_PERIODS:
         raise ConfigError(f"{where}.poll_periods: at most {MAX_POLL_PERIODS:,} queues, got "
@@ -512,6 +519,8 @@ def parse_config(text: str, origin: str = "config") -> QueuelensConfig:
     )
     analysis = _analysis(_mapping(data.get("analysis"), f"{origin}: analysis"),
                          f"{origin}: analysis")
+    # the reads look for the recorded series by the labels `queuelens rules` kept
+    profile = replace(profile, recorded_by=analysis.aggregate_by)
     return QueuelensConfig(profile=profile, prometheus=prometheus, path=origin,
                            analysis=analysis)
 

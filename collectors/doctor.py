@@ -707,3 +707,42 @@ def _budget(source: Any) -> AbstractContextManager[object]:
     scope: AbstractContextManager[object] = deadline_scope(Deadline.after(
         source.budget_s, source.budget_what, source.budget_hint))
     return scope
+
+
+@dataclass(frozen=True)
+class RecordedPresence:
+    """The recorded series of ``queuelens rules --recording`` that the reads would use: one
+    presence query (:meth:`collectors.profile.Profile.recorded_presence_query`) at ``at``."""
+
+    windows: Mapping[str, int]
+    """Window (as the names carry it, ``1m15s``) -> how many of the recorded rates' names
+    have a series at it; empty: none at all (every read sends the raw counters)."""
+    expected: int
+    """The recorded rates of one window for this profile (a complete window has them all)."""
+    unusable: str | None = None
+    """Why the reads would not use them whatever is present (turned off, or a selector on a
+    label they do not keep); nothing is queried then."""
+    query: str | None = None
+
+
+def read_recorded(source: Any, at: float) -> RecordedPresence | None:
+    """The recorded series a Prometheus source's reads would find at ``at`` (through the
+    app's shared cache too); None for a source that reads no Prometheus (the demo)."""
+    from collectors.cache import CachedSource
+    from collectors.prom_client import query_group
+    from collectors.snapshot import PrometheusSource
+
+    inner = source.source if isinstance(source, CachedSource) else source
+    if not isinstance(inner, PrometheusSource):
+        return None
+    if not math.isfinite(at):
+        raise ConfigError(f"the evaluation time must be a finite unix time, got {at!r}")
+    profile = inner.profile
+    expected = len({r for rates in profile.read_rates().values() for r in rates})
+    promql = profile.recorded_presence_query()
+    if promql is None:
+        return RecordedPresence({}, expected, profile.recorded_unusable())
+    with _budget(inner), query_group():
+        samples = inner.client.query(promql, at).samples
+    names = {smp.labels.get("__name__", "") for smp in samples}
+    return RecordedPresence(profile.recorded_windows(names), expected, query=promql)

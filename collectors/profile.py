@@ -20,14 +20,19 @@ Rules the expressions follow (see docs/reference: workqueue-metrics.md §6):
 * the user's selector reaches each family of series by that family's own labels: a matcher on
   the queue or controller label goes on ``name`` for ``workqueue_*``, on ``controller`` for
   ``controller_runtime_*`` and is left out for the per-process ``rest_client_*``
-  (:meth:`Profile._sel`).
+  (:meth:`Profile._sel`);
+* where the recorded series of ``queuelens rules --recording`` exist at a read's own rate
+  window, its rates are read from them (:meth:`Profile.read_rates`,
+  :meth:`Profile.recording_rules`; found by one presence query,
+  :meth:`Profile.recorded_presence_query`; the window rule: :meth:`Profile._recorded_form`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from collectors.errors import ConfigError
@@ -92,6 +97,21 @@ def format_duration(seconds: float) -> str:
     if ms <= 0:
         raise ConfigError(f"a PromQL window must be at least 1 ms, got {seconds!r} s")
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
+
+
+def prometheus_duration(seconds: float) -> str:
+    """Seconds -> the shortest Prometheus duration string: 300 -> '5m', 5400 -> '1h30m',
+    1.5 -> '1500ms'. Used in recorded series' names (``rate5m``) and rules' ``for:``."""
+    ms = round(seconds * 1000)
+    if ms <= 0:
+        raise ValueError(f"a rule duration must be at least 1 ms, got {seconds!r} s")
+    out = []
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000),
+                       ("ms", 1)):
+        count, ms = divmod(ms, size)
+        if count:
+            out.append(f"{count}{unit}")
+    return "".join(out)
 
 
 IDLE_DEPTH_RESOLUTION_S = 15.0
@@ -392,6 +412,34 @@ class ExternalEffects:
         return self.query.replace("$window", format_duration(window_s))
 
 
+RECORDED_AT_LABEL = "queuelens_at"
+"""Marks the part of a range read's presence answer taken at the range's start."""
+RECORDED_AGGREGATE_BY: tuple[str, ...] = ("cluster", "namespace", "job", "name")
+"""The labels the recorded series keep unless the config says otherwise: the value of
+:data:`models.settings.DEFAULT_AGGREGATE_BY` (not imported here: that module loads the
+advisor, and every command imports this one; a test keeps the two equal)."""
+
+
+@dataclass(frozen=True)
+class RecordedRate:
+    """One rate ``queuelens rules --recording`` records for the reads:
+    ``sum by (<level labels>, <extra>) (rate(<sample>{<selector>}[<window>]))``, named
+    ``<level>:<sample without _total>:rate<window>`` (:meth:`Profile.recorded_name`).
+
+    ``family``: whose labels the level keeps — ``queue`` (the aggregation labels and the
+    queue label), ``controller`` (the same with the controller label for the queue label:
+    ``controller_runtime_*`` carry the queue's name there) or ``process`` (the aggregation
+    labels but the queue's, and the process labels: ``rest_client_*`` are per process)."""
+
+    family: str
+    sample: str
+    extra: tuple[str, ...] = ()
+
+    @property
+    def metric(self) -> str:
+        return self.sample.removesuffix("_total")
+
+
 @dataclass(frozen=True)
 class SignalQuery:
     """One PromQL expression and how its result is keyed."""
@@ -444,6 +492,13 @@ class Profile:
     """The labels of the controller's own series that name its namespace, pod and container
     (the Prometheus Operator's and the kubernetes_sd examples' names): the join of its
     container's kube-state-metrics and cAdvisor series (:data:`CONTAINER_LABELS` there)."""
+    recorded_by: tuple[str, ...] = RECORDED_AGGREGATE_BY
+    """The labels the recorded series of ``queuelens rules`` keep (config
+    ``analysis.aggregate_by``): the reads look for the recorded series by these names."""
+    use_recorded: bool = True
+    """Read the recorded series of ``queuelens rules --recording`` instead of the raw
+    counters where they are present at the read's rate window (config
+    ``profile.recorded_rules: false`` turns it off)."""
 
     @property
     def has_controller_metrics(self) -> bool:
@@ -522,11 +577,13 @@ class Profile:
 
     def queries(
         self, window_s: float, queues: Sequence[str] | None = None,
-        processes: Sequence[Matcher] = (),
+        processes: Sequence[Matcher] = (), recorded: Collection[str] = (),
     ) -> list[SignalQuery]:
         """All signal queries for a rate window; ``queues`` restricts to those queue names,
         ``processes`` (matchers on the process labels, :meth:`process_filter`) the
-        per-process ones to the processes running them."""
+        per-process ones to the processes running them; ``recorded``: the recorded series
+        names present (the answer to :meth:`recorded_presence_query`) — a rate whose
+        recorded series exist at this window is read from them (:meth:`_recorded_form`)."""
         w = format_duration(window_s)
         m = self.metrics
         q, c = self.queue_label, self.controller_label
@@ -595,7 +652,167 @@ class Profile:
                             f"sum by ({c}, result) (rate({m.reconcile_total}{csel}[{w}]))",
                             "controller_result", m.reconcile_total),
             ]
+        if recorded and self.recorded_unusable() is None:
+            sels = {"queue": (q, qsel), "controller": (c, csel), "process": (proc, psel)}
+            out = [self._recorded_form(sq, window_s, sels, recorded) for sq in out]
         return out
+
+    # -- recorded series (``queuelens rules --recording``) --
+
+    def recorded_levels(self) -> dict[str, tuple[str, ...]]:
+        """family -> the labels its recorded series keep (:class:`RecordedRate`)."""
+        ids = (self.queue_label, self.controller_label)
+        queue = _unique((*self.recorded_by, self.queue_label))
+        return {
+            "queue": queue,
+            "controller": _unique(self.controller_label if lb == self.queue_label else lb
+                                  for lb in queue),
+            "process": _unique((*(lb for lb in queue if lb not in ids), *self.process_labels)),
+        }
+
+    def read_rates(self) -> dict[str, tuple[RecordedRate, ...]]:
+        """signal -> the recorded rates its read is made of: every ``rate()`` of a counter
+        or of histogram buckets that the range read sends (the mean wait is the ratio of
+        two). Gauges (depth, unfinished work, longest running) and the sample count of the
+        gap check are read raw: one sample per series and step is what they cost anyway."""
+        m = self.metrics
+        out = {
+            "arrival_rate_per_s": (RecordedRate("queue", m.adds),),
+            "throughput_per_s": (RecordedRate("queue", m.work_duration + "_count"),),
+            "busy_workers": (RecordedRate("queue", m.work_duration + "_sum"),),
+            "queue_wait_mean_s": (RecordedRate("queue", m.queue_duration + "_sum"),
+                                  RecordedRate("queue", m.queue_duration + "_count")),
+            "retries_per_s": (RecordedRate("queue", m.retries),),
+            "queue_wait_buckets": (RecordedRate("queue", m.queue_duration + "_bucket", ("le",)),),
+            "work_buckets": (RecordedRate("queue", m.work_duration + "_bucket", ("le",)),),
+            "api_calls": (RecordedRate("process", m.rest_client_requests, ("code",)),),
+            "throttle_s_per_s": (RecordedRate("process", m.rate_limiter_duration + "_sum"),),
+        }
+        if self.has_controller_metrics:
+            out["errors_per_s"] = (RecordedRate("controller", m.reconcile_errors),)
+            out["reconcile_results_per_s"] = (
+                RecordedRate("controller", m.reconcile_total, ("result",)),)
+        return out
+
+    def recorded_name(self, rate: RecordedRate, window_s: float) -> str:
+        """``cluster_namespace_job_name:workqueue_adds:rate1m15s``: the level (the labels
+        kept, joined by ``_``), the sample without ``_total``, ``rate`` and the window."""
+        level = "_".join(self.recorded_levels()[rate.family])
+        return check_metric_name(f"{level}:{rate.metric}:rate{prometheus_duration(window_s)}",
+                                 "recorded series name")
+
+    def recording_rules(self, windows_s: Iterable[float]) -> list[tuple[str, str]]:
+        """(record, expr) of every recorded rate at each window, each name once: the
+        profile's selector applied as the raw read applies it (:meth:`_sel`)."""
+        levels = self.recorded_levels()
+        out: dict[str, str] = {}
+        for window_s in windows_s:
+            w = format_duration(window_s)
+            for rates in self.read_rates().values():
+                for r in rates:
+                    by = ", ".join(_unique((*levels[r.family], *r.extra)))
+                    out.setdefault(self.recorded_name(r, window_s),
+                                   f"sum by ({by}) (rate({r.sample}{self._sel(family=r.family)}"
+                                   f"[{w}]))")
+        return list(out.items())
+
+    def recorded_unusable(self) -> str | None:
+        """Why the recorded series cannot stand in for the raw reads, None when they can:
+        turned off, or a matcher of the selector on a label they do not keep (the read
+        applies the selector to them as to the raw series; a label summed away matches
+        nothing)."""
+        if not self.use_recorded:
+            return "recorded series turned off (profile.recorded_rules: false)"
+        kept = {*self.recorded_by, self.queue_label, self.controller_label}
+        lost = sorted({m.label for m in self.selector} - kept)
+        if lost:
+            return (f"the selector matches on {', '.join(lost)}, which the recorded series do "
+                    "not keep (analysis.aggregate_by)")
+        return None
+
+    def recorded_presence_regex(self) -> str | None:
+        """An RE2 pattern of every recorded rate's name at any window (``…:rate`` and a
+        duration), None when the recorded series cannot be used (:meth:`recorded_unusable`)."""
+        if self.recorded_unusable() is not None:
+            return None
+        levels = self.recorded_levels()
+        stems = sorted({f"{'_'.join(levels[r.family])}:{r.metric}:rate"
+                        for rates in self.read_rates().values() for r in rates})
+        return "(?:" + "|".join(regex_literal(s) for s in stems) + ")[0-9dhms]+"
+
+    def recorded_presence_query(self, since: float | None = None) -> str | None:
+        """Which recorded series names exist, at any window (one answer keyed by
+        ``__name__``); None when they cannot be used. ``since`` (the start of a range read):
+        also which of them, and whether the adds counter, had a series then — marked
+        ``queuelens_at="start"`` — for :meth:`recorded_found`: rules loaded an hour ago must
+        not stand in for a 2 h history the raw counters have."""
+        regex = self.recorded_presence_regex()
+        if regex is None:
+            return None
+        names = f"count by (__name__) ({{__name__=~{escape_label_value(regex)}}})"
+        if since is None:
+            return names
+        if not math.isfinite(since):
+            raise ConfigError(f"a presence time must be finite, got {since!r}")
+        then = escape_label_value(f"{regex}|{regex_literal(self.metrics.adds)}")
+        return (f'label_replace(count by (__name__) ({{__name__=~{then}}} @ {since:.3f}), '
+                f'"{RECORDED_AT_LABEL}", "start", "", "") or {names}')
+
+    def recorded_found(self, rows: Iterable[Mapping[str, str]]) -> set[str]:
+        """The recorded names a range read may use, from the label sets of its
+        :meth:`recorded_presence_query` answer: present at its end, and at its start too
+        unless the raw adds counter was not there either (a range that begins before the
+        data loses nothing)."""
+        end: set[str] = set()
+        start: set[str] = set()
+        for labels in rows:
+            (start if labels.get(RECORDED_AT_LABEL) else end).add(labels.get("__name__", ""))
+        if self.metrics.adds not in start:
+            return end
+        return end & start
+
+    def recorded_windows(self, present: Iterable[str]) -> dict[str, int]:
+        """window (as the names carry it, ``1m15s``) -> how many of the recorded rates'
+        names are present at it, for the names of a presence answer."""
+        regex = self.recorded_presence_regex()
+        if regex is None:
+            return {}
+        pattern = re.compile(regex + r"\Z")
+        out: Counter[str] = Counter()
+        for name in present:
+            if pattern.match(name):
+                out[name.rsplit(":rate", 1)[1]] += 1
+        return dict(sorted(out.items()))
+
+    def recorded_mismatch(self, present: Collection[str], window_s: float) -> str | None:
+        """The debug line of a read that finds recorded series but none at its own rate
+        window (it reads the raw counters), None otherwise."""
+        found = self.recorded_windows(present)
+        mine = prometheus_duration(window_s)
+        if not found or mine in found:
+            return None
+        return (f"recorded series present at {', '.join(found)}, but this read's rate window is "
+                f"{mine}: reading the raw counters")
+
+    def _recorded_form(self, sq: SignalQuery, window_s: float,
+                       sels: Mapping[str, tuple[str, str]], recorded: Collection[str]
+                       ) -> SignalQuery:
+        """``sq`` read from the recorded series when every one it needs is in ``recorded``:
+        ``sum by (<the raw query's grouping>) (<recorded>{<the raw query's selector>})`` (a
+        ratio of two for the mean wait). The same numbers as the raw query up to the order
+        of the additions (the rule summed each group, the read sums the groups)."""
+        rates = self.read_rates().get(sq.signal)
+        if not rates:
+            return sq
+        names = [self.recorded_name(r, window_s) for r in rates]
+        if not all(n in recorded for n in names):
+            return sq
+        parts = []
+        for r, n in zip(rates, names, strict=True):
+            group, sel = sels[r.family]
+            parts.append(f"sum by ({', '.join(_unique((*group.split(', '), *r.extra)))}) "
+                         f"({n}{sel})")
+        return replace(sq, promql=" / ".join(parts))
 
     def _beyond_queries(self, w: str, qfilter: Sequence[Matcher], csel: str, psel: str,
                         proc: str, processes: Sequence[Matcher]) -> list[SignalQuery]:
@@ -794,25 +1011,31 @@ class Profile:
             pods = f'label_replace({pods}, "{pod}", "$1", "{mine}", "(.+)")'
         return f" and on ({on}) {pods}"
 
-    def presence_query(self, queries: Sequence[SignalQuery]) -> str | None:
+    def presence_query(self, queries: Sequence[SignalQuery], recorded: bool = False
+                       ) -> str | None:
         """Which of the sample names the ``queries`` require exist (an instant selector:
         series with a sample in the last 5 minutes), as one answer keyed by ``__name__``;
-        None when no query requires anything."""
-        names = sorted({n for sq in queries for n in sq.requires})
-        if not names:
+        ``recorded``: the recorded series' names too (:meth:`recorded_presence_regex`), in
+        the same query. None when nothing is asked."""
+        alternatives = [regex_literal(n) for n in sorted({n for sq in queries
+                                                          for n in sq.requires})]
+        pattern = self.recorded_presence_regex() if recorded else None
+        if pattern is not None:
+            alternatives.append(pattern)
+        if not alternatives:
             return None
-        regex = "|".join(regex_literal(n) for n in names)
+        regex = "|".join(alternatives)
         return f"count by (__name__) ({{__name__=~{escape_label_value(regex)}}})"
 
-    def scrape_samples_query(self) -> str:
+    def scrape_samples_query(self, queues: Sequence[str] | None = None) -> str:
         """Each queue's most samples in :data:`SCRAPE_SPAN_S` within the last
         :data:`SCRAPE_LOOKBACK_S`: its own scrape rate, so that a read can tell a gap in a
         window from a queue scraped every 30 s or 60 s, and size its rate windows, when the
-        scrape interval is not configured."""
+        scrape interval is not configured; ``queues``: only those."""
         span, back = format_duration(SCRAPE_SPAN_S), format_duration(SCRAPE_LOOKBACK_S)
         q = self.queue_label
         return (f"max by ({q}) (max_over_time(count_over_time({self.metrics.adds}"
-                f"{self._sel()}[{span}])[{back}:{span}]))")
+                f"{self._sel(self._queue_filter(q, queues))}[{span}])[{back}:{span}]))")
 
     def topology_query(self, window_s: float, queues: Sequence[str] | None = None) -> str:
         """Which process (job/instance) runs which queue, in which cluster

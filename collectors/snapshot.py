@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import logging
 import math
 import queue
 import threading
@@ -92,6 +93,7 @@ from models.signals import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -291,17 +293,46 @@ class PrometheusSource:
 
     # ------------------------------------------------------------------ snapshot
 
-    def snapshot(self, at: float, window_s: float) -> Snapshot:
+    def snapshot(self, at: float, window_s: float, queues: Sequence[str] | None = None
+                 ) -> Snapshot:
+        """Every queue's signals at ``at``; ``queues``: only those (a batch of the overview's
+        streaming cold start, :mod:`dashboard.streaming`): their topology is read first, so
+        the per-process queries keep to the processes running them, and a batch holding every
+        queue of its processes gives those queues the values a whole-fleet snapshot gives."""
         if not (math.isfinite(at) and math.isfinite(window_s) and window_s > 0):
             raise CollectorError(f"snapshot needs a finite time and a window > 0, got {at}, "
                                  f"{window_s}")
         with self._read():
-            return self._snapshot(at, window_s)
+            return self._snapshot(at, window_s, list(queues) if queues else None)
 
-    def _snapshot(self, at: float, window_s: float) -> Snapshot:
+    def queue_processes(self, at: float, span_s: float) -> dict[str, tuple[str, ...]]:
+        """{queue: the processes running it} for every queue with a sample in the ``span_s``
+        before ``at``, in the order a whole-fleet read lists them (one instant query: the
+        topology). A process is named as :attr:`QueueSnapshot.process` names it."""
+        if not (math.isfinite(at) and math.isfinite(span_s) and span_s > 0):
+            raise CollectorError(f"the queue list needs a finite time and a span > 0, got "
+                                 f"{at}, {span_s}")
         profile = self.profile
-        queries = profile.queries(window_s)
+        with self._read():
+            samples = self.client.query(profile.topology_query(span_s), at).samples
+        procs = _Processes(profile, samples)
+        names = sorted(set(procs.of_name) - {""})
+        out: dict[str, tuple[str, ...]] = {}
+        for q in names:
+            named = (",".join(f"{lb}={v}" for lb, v in zip(procs.plabels, k, strict=True) if v)
+                     for k in sorted(procs.keys_of_name[q]))
+            out[q] = tuple(n for n in named if n)  # no process label: not known
+        return out
+
+    def _snapshot(self, at: float, window_s: float, only: list[str] | None = None) -> Snapshot:
+        profile = self.profile
         client = self.client
+        topology: InstantResult | None = None
+        processes: Sequence[Matcher] = ()
+        if only:
+            topology = client.query(profile.topology_query(window_s, only), at)
+            processes = profile.process_filter(smp.labels for smp in topology.samples) or ()
+        queries = profile.queries(window_s, only, processes)
 
         def instant(promql: str) -> Callable[[], InstantResult]:
             return lambda: client.query(promql, at)
@@ -310,21 +341,33 @@ class PrometheusSource:
         # presence query goes with the others, and the conditional ones follow for the
         # metrics it found — most Prometheus servers have no API-server series or opt-in
         # REST metrics, and 19 empty answers cost the snapshot a quarter of its time.
+        # The rates that recorded series can serve (queuelens rules --recording) wait for the
+        # same presence answer, and are then read from them or raw.
+        recordable = set(profile.read_rates()) if profile.recorded_presence_regex() else set()
         conditional = [sq for sq in queries if sq.requires]
-        probe = profile.presence_query(conditional)
-        jobs = {sq.signal: instant(sq.promql) for sq in queries if not sq.requires}
+        probe = profile.presence_query(conditional, recorded=bool(recordable))
+        jobs = {sq.signal: instant(sq.promql) for sq in queries
+                if not sq.requires and sq.signal not in recordable}
         if probe is not None:
             jobs["presence"] = instant(probe)
-        jobs["topology"] = instant(profile.topology_query(window_s))
+        if topology is None:
+            jobs["topology"] = instant(profile.topology_query(window_s))
         if not profile.scrape_interval_s:
-            jobs["scrape_samples"] = instant(profile.scrape_samples_query())
+            jobs["scrape_samples"] = instant(profile.scrape_samples_query(only))
         for i, eff in enumerate(profile.external_effects):
             jobs[f"external:{i}"] = instant(eff.render(window_s))
         results = _run_all(jobs, self.client.settings.parallelism, self.timeout_s)
+        if topology is not None:
+            results["topology"] = topology
         if probe is not None:
             present = {smp.labels.get("__name__", "")
                        for smp in results.pop("presence").samples}
             wanted = [sq for sq in conditional if present & set(sq.requires)]
+            if recordable:
+                queries = profile.queries(window_s, only, processes, recorded=present)
+                wanted += [sq for sq in queries if sq.signal in recordable]
+                if (why := profile.recorded_mismatch(present, window_s)) is not None:
+                    log.debug("snapshot at %s: %s", at, why)
             results.update(_run_all({sq.signal: instant(sq.promql) for sq in wanted},
                                     self.client.settings.parallelism, self.timeout_s)
                            if wanted else {})
@@ -410,8 +453,10 @@ class PrometheusSource:
                 f"some series have no {ql!r}/{cl!r} label and were ignored (check the profile's "
                 "labels section)"
             )
+        if only:
+            names &= set(only)  # a query without a queue label (beyond the queue) names all
         m = profile.metrics
-        unknown = sorted(set(profile.workers) - names)
+        unknown = sorted((set(profile.workers) & set(only or profile.workers)) - names)
         if unknown:
             warnings.append(
                 "the config sets workers for queue(s) not found in this snapshot (check the name "
@@ -521,7 +566,8 @@ class PrometheusSource:
         advisor's history needs no histogram, the heaviest answers of a range read).
 
         The topology query (which process runs which queue) goes first and names the queues;
-        a fleet of more than :data:`RANGE_BATCH_QUEUES` queues is then read in batches of that
+        a fleet whose answers would pass :func:`_unbatched_points` (and any named list of more
+        than :data:`RANGE_BATCH_QUEUES` queues) is then read in batches of that
         many queue names (one query per signal per batch, ``name=~"a|b|…"``), each batch's
         answers decoded into its rows of the result and dropped; the next batch is asked for
         while one is decoded, so a 10,000-queue read holds at most two batches of answers."""
@@ -542,7 +588,8 @@ class PrometheusSource:
         # window holds ≥ 4 of its samples) and each queue's gaps are judged by its own rate.
         intervals: dict[str, float] = {}
         if not profile.scrape_interval_s:
-            for smp in client.query(profile.scrape_samples_query(), b).samples:
+            named = queues if queues and len(queues) <= RANGE_BATCH_QUEUES else None
+            for smp in client.query(profile.scrape_samples_query(named), b).samples:
                 learnt = learnt_scrape_interval_s(smp.value)
                 q = smp.labels.get(profile.queue_label, "")
                 if learnt is not None and learnt < intervals.get(q, math.inf):
@@ -558,6 +605,11 @@ class PrometheusSource:
         topo_q = profile.topology_query(
             b - a + window, queues if queues and len(queues) <= RANGE_BATCH_QUEUES else None)
         fleet_jobs: dict[str, Callable[[], Any]] = {"topology": lambda: client.query(topo_q, b)}
+        # Recorded series stand in for the raw rates when they cover the whole range
+        # (present at its start and its end) at this read's rate window.
+        recorded_q = profile.recorded_presence_query(since=a)
+        if recorded_q is not None:
+            fleet_jobs["recorded"] = lambda: client.query(recorded_q, b)
         needed = raw_inputs(signals) if signals is not None else None
 
         def wanted_query(sq: SignalQuery) -> bool:
@@ -567,11 +619,19 @@ class PrometheusSource:
             for i, eff in enumerate(profile.external_effects):
                 fleet_jobs[f"external:{i}"] = ranged(eff.render(window))
         fleet = _run_all(fleet_jobs, parallelism, self.timeout_s)
+        recorded = (profile.recorded_found(smp.labels for smp in fleet.pop("recorded").samples)
+                    if recorded_q is not None else set())
+        if (why := profile.recorded_mismatch(recorded, window)) is not None:
+            log.debug("range [%s, %s]: %s", a, b, why)
         known = sorted({smp.labels.get(profile.queue_label, "")
                         for smp in fleet["topology"].samples} - {""})
         wanted = list(queues) if queues else known
         batches: list[list[str] | None]
-        if len(wanted) > RANGE_BATCH_QUEUES:
+        points = (b - a) // step + 1
+        histograms = needed is None or any(r.startswith("histogram:") for r in needed)
+        if not queues and len(wanted) * points <= _unbatched_points(histograms):
+            batches = [None]  # one small answer per signal: no names in the URL
+        elif len(wanted) > RANGE_BATCH_QUEUES:
             batches = [wanted[k:k + RANGE_BATCH_QUEUES]
                        for k in range(0, len(wanted), RANGE_BATCH_QUEUES)]
         else:
@@ -601,7 +661,7 @@ class PrometheusSource:
             limit: Sequence[Matcher] | None = ()
             if batch is not None or queues:
                 limit = profile.process_filter(smp.labels for smp in batch_topology(batch))
-            return [sq for sq in profile.queries(window, batch, limit or ())
+            return [sq for sq in profile.queries(window, batch, limit or (), recorded)
                     if wanted_query(sq) and sq.signal not in SNAPSHOT_ONLY
                     and (sq.key in _RANGE_KEYS
                          or (sq.key.startswith("process") and limit is not None))]
@@ -669,6 +729,22 @@ RANGE_BATCH_QUEUES = 250
 """Queue names per batch of a large range read: 250 names of 60 characters keep each query's
 URL near 15 kB (under the 1 MB header limit of Go's HTTP server and common proxies' 64 kB), and
 a batch's bucket answer near 50 MB of decoded JSON at 2 h / 60 s (two batches are in flight)."""
+
+BATCH_GRID_POINTS = 121
+"""Points per series of the read :data:`RANGE_BATCH_QUEUES` was sized for (2 h at 60 s)."""
+BUCKETS_PER_HISTOGRAM = 12
+"""About the series a histogram query answers per queue (client-go's 10 decade buckets, the
+``+Inf`` bucket and a spare): a read without histograms answers that many times fewer."""
+
+
+def _unbatched_points(histograms: bool) -> int:
+    """Queue × point budget under which a whole-fleet range read sends each signal once,
+    without a name filter: the answer of a full batch (:data:`RANGE_BATCH_QUEUES` queues at
+    :data:`BATCH_GRID_POINTS` points, its bucket series if histograms are read, else as many
+    series-points of plain rates). A refresh that reads only the new steps (a few points,
+    :mod:`collectors.incremental`) of 10,000 queues is then 15 requests, not 40 batches of
+    them; a 2 h read of 10,000 queues stays batched."""
+    return RANGE_BATCH_QUEUES * BATCH_GRID_POINTS * (1 if histograms else BUCKETS_PER_HISTOGRAM)
 
 
 class _RangeOutput:

@@ -22,6 +22,14 @@ PromQL.
 Alerts read the recorded series of the same group file, so Prometheus (or a Thanos / Mimir
 ruler) does the heavy per-queue aggregation once per evaluation. Each carries a
 ``runbook_url`` annotation: the anchor of its section in ``docs/operations.md`` ("Runbooks").
+
+``--recording`` adds the group :data:`GROUP_READ`: every rate the reads send (the counters'
+and the histogram buckets', per queue, per controller and per process:
+:meth:`collectors.profile.Profile.read_rates`) at the snapshot's window and at the rate window
+of the range read at the settings' step (:func:`read_windows`), evaluated every
+:func:`read_interval_s`. The collectors find them with one presence query and read them
+instead of the raw counters when the read's rate window is one the names carry; any other
+window reads raw (docs/operations.md, "Recording rules").
 """
 
 from __future__ import annotations
@@ -32,21 +40,31 @@ from dataclasses import dataclass, field, replace
 
 import yaml
 
-from collectors.profile import Profile, SignalQuery, check_metric_name
+from collectors.profile import (
+    Profile,
+    SignalQuery,
+    check_metric_name,
+    prometheus_duration,
+    rate_window_s,
+)
 from models.advisor import AdvisorThresholds, Kind
 from models.settings import DEFAULT_AGGREGATE_BY
 
 __all__ = [
     "DEFAULT_RUNBOOK_URL",
     "GROUP_ALERTS",
+    "GROUP_READ",
     "GROUP_RECORDING",
     "AlertThresholds",
     "AlertingRule",
     "RecordingRule",
     "RuleGroup",
+    "build_read_group",
     "build_rule_groups",
     "group_labels",
     "prometheus_duration",
+    "read_interval_s",
+    "read_windows",
     "recorded_names",
     "render_yaml",
     "runbook_anchor",
@@ -57,6 +75,10 @@ _ADVISOR = AdvisorThresholds()
 
 GROUP_RECORDING = "queuelens.recording"
 GROUP_ALERTS = "queuelens.alerts"
+GROUP_READ = "queuelens.read"
+DEFAULT_SCRAPE_INTERVAL_S = 15.0
+"""The scrape interval the range read's window is sized for when neither ``--scrape-interval``
+nor the profile's ``scrape_interval`` says (the reads' own fallback, and the usual one)."""
 
 DEFAULT_RUNBOOK_URL = "https://github.com/queuelens/queuelens/blob/main/docs/operations.md"
 """Where the runbooks are read: the project's ``docs/operations.md`` as its repository shows
@@ -144,24 +166,46 @@ class AlertingRule:
 class RuleGroup:
     name: str
     rules: Sequence[RecordingRule | AlertingRule] = field(default_factory=tuple)
+    interval_s: float | None = None
+    """The group's evaluation interval (``interval:``); None: the server's global one."""
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "rules": [r.as_dict() for r in self.rules]}
+        out: dict[str, object] = {"name": self.name}
+        if self.interval_s is not None:
+            out["interval"] = prometheus_duration(self.interval_s)
+        out["rules"] = [r.as_dict() for r in self.rules]
+        return out
 
 
-def prometheus_duration(seconds: float) -> str:
-    """Seconds -> the shortest Prometheus duration string: 300 -> '5m', 5400 -> '1h30m',
-    1.5 -> '1500ms'. Used in rule names (``rate5m``) and ``for:``."""
-    ms = round(seconds * 1000)
-    if ms <= 0:
-        raise ValueError(f"a rule duration must be at least 1 ms, got {seconds!r} s")
-    out = []
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000),
-                       ("ms", 1)):
-        count, ms = divmod(ms, size)
-        if count:
-            out.append(f"{count}{unit}")
-    return "".join(out)
+def read_windows(window_s: float, step_s: float, scrape_interval_s: float) -> tuple[float, ...]:
+    """The rate windows the reads use with these settings: the snapshot's ``window_s`` and
+    the range read's at ``step_s`` (:func:`collectors.profile.rate_window_s`: max(step +
+    scrape interval, 4 × scrape interval), 75 s at the default 60 s step and a 15 s scrape),
+    each once."""
+    return tuple(dict.fromkeys((window_s, rate_window_s(step_s, scrape_interval_s))))
+
+
+def read_interval_s(step_s: float) -> float:
+    """How often the recording groups are evaluated: every step of the range read. No
+    oftener: a range read looks at one value per step, and a read of a recorded series
+    decodes every sample stored in its range — at the scrape interval (15 s) a recorded
+    series holds as many samples as the counter it replaces and the read saves only the
+    ``rate()`` arithmetic; at the step (60 s) it holds a quarter, and Prometheus evaluates
+    the rules four times less often. No rarer: each point of a live read then has an
+    evaluation at most one step old, and an aligned one (a backfill on the grid, vmalert)
+    one at its own time."""
+    return step_s
+
+
+def build_read_group(profile: Profile, windows_s: Sequence[float], interval_s: float,
+                     exclude: Sequence[str] = ()) -> RuleGroup:
+    """The group :data:`GROUP_READ`: the rates the reads send, recorded at each window
+    (:meth:`collectors.profile.Profile.recording_rules`), without the names in ``exclude``
+    (the recording group's, which record the same expressions under the same names)."""
+    skip = set(exclude)
+    rules = tuple(RecordingRule(name, expr) for name, expr in profile.recording_rules(windows_s)
+                  if name not in skip)
+    return RuleGroup(GROUP_READ, rules, interval_s)
 
 
 def group_labels(profile: Profile, by: Sequence[str] = DEFAULT_AGGREGATE_BY) -> tuple[str, ...]:
@@ -346,8 +390,22 @@ HEADER = (
 )
 
 
-def render_yaml(groups: Sequence[RuleGroup], command_args: str = "") -> str:
-    """The rules file text (``groups:``), with a header naming the command that made it."""
+READ_HEADER = (
+    "# The group {group} holds the rates queuelens' reads send, at the windows {windows}\n"
+    "# (the snapshot's, and the range read's at a {step} step). A read whose rate window is\n"
+    "# one of these reads them instead of the raw counters; any other window reads raw.\n"
+    "# Evaluate it every {interval} (its interval:, the step of the reads; never rarer): on\n"
+    "# a live server a recorded point is then at most one interval older than the raw one\n"
+    "# it stands for; evaluations on the reads' grid (vmalert, an aligned backfill) give\n"
+    "# the raw values exactly.\n"
+)
+
+
+def render_yaml(groups: Sequence[RuleGroup], command_args: str = "", *,
+                read_step_s: float | None = None) -> str:
+    """The rules file text (``groups:``), with a header naming the command that made it
+    (and, with a :data:`GROUP_READ` group, its windows and evaluation interval for reads at
+    ``read_step_s``)."""
     body = yaml.safe_dump(
         {"groups": [g.as_dict() for g in groups]},
         sort_keys=False,
@@ -355,4 +413,12 @@ def render_yaml(groups: Sequence[RuleGroup], command_args: str = "") -> str:
         allow_unicode=True,
         width=1_000_000,
     )
-    return HEADER.format(args=command_args) + body
+    header = HEADER.format(args=command_args)
+    read = next((g for g in groups if g.name == GROUP_READ), None)
+    if read is not None and read.interval_s is not None and read_step_s is not None:
+        windows = sorted({r.record.rsplit(":rate", 1)[1] for r in read.rules
+                          if isinstance(r, RecordingRule)})
+        header += READ_HEADER.format(group=GROUP_READ, windows=", ".join(windows),
+                                     step=prometheus_duration(read_step_s),
+                                     interval=prometheus_duration(read.interval_s))
+    return header + body

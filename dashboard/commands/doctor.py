@@ -12,7 +12,9 @@ fleet's metrics as exposition text — and judges it against the contract
 "detected": {"framework", "evidence", "version_hints", "priority_queue",
 "rest_client_metrics", "apiserver": {"reachable", "generation", ...}}, "signals": [{"signal",
 "status", "detail", "fix", "metric", "costs", "cost"}]}], "signals": [...fleet-wide...],
-"queries", "warnings"}``.
+"queries", "warnings", "recorded": {"windows", "expected", "unusable", "query"}}``
+(``recorded``: the recorded series of ``queuelens rules --recording`` the reads would use, one
+more query; not there for the demo).
 
 Exit 0 whatever is missing (it is a report), 3 when Prometheus cannot be read (unreachable,
 timed out, an HTTP error, a rejected query), 2 with one line for bad input.
@@ -73,7 +75,7 @@ def register(subparsers: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from collectors.config import load_config
     from collectors.connect import close_source
-    from collectors.doctor import DEFAULT_RANGE_S, MIN_RANGE_S, read_contract
+    from collectors.doctor import DEFAULT_RANGE_S, MIN_RANGE_S, read_contract, read_recorded
     from collectors.profile import parse_selector
     from dashboard.source_args import source_from_args
     from models.contract import diagnose
@@ -89,14 +91,34 @@ def handle(args: argparse.Namespace) -> int:
     at = time.time() if args.at is None else args.at
     try:
         reading = read_contract(source, at, range_s, profile)
+        recorded = read_recorded(source, at)
     finally:
         close_source(source)
     report = diagnose(reading)
     if args.format == "json":
-        dump_json(jsonable(report))
+        payload = jsonable(report)
+        if recorded is not None:
+            payload["recorded"] = jsonable(recorded)
+        dump_json(payload)
     else:
-        sys.stdout.write(render_table(report))
+        sys.stdout.write(render_table(report, recorded))
     return 0
+
+
+def recorded_line(recorded: Any) -> str | None:
+    """One line on the recorded series of ``queuelens rules --recording``
+    (:class:`collectors.doctor.RecordedPresence`); None for a source without them (demo)."""
+    if recorded is None:
+        return None
+    head = "recorded series (queuelens rules --recording): "
+    if recorded.unusable:
+        return head + f"not used: {recorded.unusable}"
+    if not recorded.windows:
+        return head + "none found; every read sends the raw counters"
+    found = ", ".join(f"{w} ({n} of {recorded.expected} rates)"
+                      for w, n in recorded.windows.items())
+    return head + (f"present at {found}; a read whose rate window is one of these reads "
+                   "them, any other reads raw")
 
 
 def _signal_rows(signals: Sequence[Any]) -> list[dict[str, str]]:
@@ -125,13 +147,16 @@ def _detected_lines(process: Any) -> list[str]:
     return lines
 
 
-def render_table(report: Any) -> str:
+def render_table(report: Any, recorded: Any = None) -> str:
     """The report for a terminal: every line through :func:`terminal_text` (label values are
-    hostile text), the tables through :func:`format_table`."""
+    hostile text), the tables through :func:`format_table`; ``recorded``: the line of
+    :func:`recorded_line` under the summary."""
+    line = recorded_line(recorded)
     parts = [terminal_text(f"source: {report.source}   at: {utc_text(report.at)}   range: "
                            f"{report.range_s:g} s"
                            + (f"   selector: {report.selector}" if report.selector else "")),
-             terminal_text(report.summary), "", "fleet:",
+             terminal_text(report.summary), *([terminal_text(line)] if line else []),
+             "", "fleet:",
              format_table(_signal_rows(report.signals), TABLE_COLUMNS)]
     fixes = _fixes(report.signals)
     if fixes:

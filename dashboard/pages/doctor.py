@@ -50,18 +50,19 @@ class _Memo:
     def __init__(self, ttl_s: float) -> None:
         self.ttl_s = ttl_s
         self._lock = threading.Lock()
-        self._value: tuple[float, DoctorReport] | None = None
+        self._value: tuple[float, DoctorReport, str | None] | None = None
 
-    def get(self, ctx: AppContext, force: bool) -> DoctorReport:
+    def get(self, ctx: AppContext, force: bool) -> tuple[DoctorReport, str | None]:
+        """The report and the line on the recorded series (None: a source without them)."""
         asked = time.monotonic()
         with self._lock:
             value = self._value
             if value is not None and (value[0] >= asked or (
                     not force and asked - value[0] < self.ttl_s)):
-                return value[1]
-            report = read_report(ctx)
-            self._value = (time.monotonic(), report)
-            return report
+                return value[1], value[2]
+            report, recorded = read_report(ctx), read_recorded_line(ctx)
+            self._value = (time.monotonic(), report, recorded)
+            return report, recorded
 
 
 def read_report(ctx: AppContext, at: float | None = None) -> DoctorReport:
@@ -76,6 +77,15 @@ def read_report(ctx: AppContext, at: float | None = None) -> DoctorReport:
     reading = read_contract(ctx.source, ctx.now() if at is None else at, DEFAULT_RANGE_S,
                             profile)
     return diagnose(reading)
+
+
+def read_recorded_line(ctx: AppContext) -> str | None:
+    """The CLI's line on the recorded series of ``queuelens rules --recording`` the reads
+    would use (:func:`collectors.doctor.read_recorded`), None for the demo."""
+    from collectors.doctor import read_recorded
+    from dashboard.commands.doctor import recorded_line
+
+    return recorded_line(read_recorded(ctx.source, ctx.now()))
 
 
 def _fix_cell(s: SignalReport, key: str) -> Any:
@@ -193,10 +203,12 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Output("doctor-error", "children"),
         Input("doctor-run", "n_clicks"),
     )
-    def _run(n_clicks: int | None) -> tuple[list[Any], str, str]:
+    def _run(n_clicks: int | None) -> tuple[list[Any], Any, str]:
         try:
             with ctx.refresh_budget():
-                report = memo.get(ctx, force=bool(n_clicks))
+                report, recorded = memo.get(ctx, force=bool(n_clicks))
         except CollectorError as exc:
             return [], "", f"Could not read the metric contract: {exc}"
-        return report_children(report), report.summary, ""
+        summary: Any = report.summary if recorded is None else [
+            html.Div(report.summary), html.Div(recorded, id="doctor-recorded")]
+        return report_children(report), summary, ""

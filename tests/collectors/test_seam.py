@@ -90,6 +90,39 @@ def test_batched_range_equals_one_read(backfilled_prometheus: PrometheusProcess,
         np.testing.assert_array_equal(batched.matrix(name), whole.matrix(name), err_msg=name)
 
 
+@pytest.mark.prometheus
+def test_a_small_fleet_answer_is_read_unbatched(backfilled_prometheus: PrometheusProcess,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole-fleet read whose answers are small (few points: a refresh's new steps) sends
+    each query once with no name filter, where the same fleet over an hour is batched; both
+    give the batched read's matrices."""
+    from dashboard.advice import HISTORY_SIGNALS
+
+    src = _source(backfilled_prometheus.url)
+    monkeypatch.setattr(snapshot_mod, "RANGE_BATCH_QUEUES", 2)
+    sent: list[str] = []
+    query_range = src.client.query_range
+
+    def recording(promql: str, *args: float) -> object:
+        sent.append(promql)
+        return query_range(promql, *args)
+
+    monkeypatch.setattr(src.client, "query_range", recording)
+    short = src.range(AT - 180, AT, 60, signals=HISTORY_SIGNALS)
+    assert sent
+    assert not any("=~" in q for q in sent)  # no name filter
+    assert len(sent) == len(set(sent))  # each query once: one batch
+    unbatched = len(sent)
+    sent.clear()
+    monkeypatch.setattr(snapshot_mod, "BUCKETS_PER_HISTOGRAM", 0)  # no budget: batches of 2
+    batched = src.range(AT - 180, AT, 60, signals=HISTORY_SIGNALS)
+    assert len(sent) > unbatched
+    assert all("=~" in q for q in sent)
+    assert batched.queues == short.queues
+    for name in short.signals:
+        np.testing.assert_array_equal(short.matrix(name), batched.matrix(name), err_msg=name)
+
+
 def test_demo_range_point_equals_demo_snapshot() -> None:
     demo = DemoSource(seed=0)
     at = 1_704_067_200.0 + 14 * 3600
@@ -196,8 +229,9 @@ def test_a_long_queue_list_is_not_put_in_the_topology_url(
     names = ["deployment", "node.lease", "nodeXlease", "no-such-queue"]
     rng = src.range(AT - 600, AT, 60, queues=names)
     assert rng.queues == ("deployment", "node.lease", "nodeXlease")
-    # the whole selector's topology and scrape intervals, filtered here
-    assert len(sent) == 2
+    # the whole selector's topology and scrape intervals (and which recorded series of
+    # `queuelens rules --recording` exist), filtered here
+    assert len(sent) == 3
     assert not any("node" in promql for promql in sent)
     one = src.range(AT - 600, AT, 60, queues=["node.lease"])
     np.testing.assert_array_equal(one.matrix("api_calls_per_s")[0],
