@@ -169,8 +169,75 @@ class CachedSource:
 
     def snapshot(self, at: float, window_s: float) -> Snapshot:
         aligned = self._align(at)
-        return self._get(("snapshot", aligned, window_s), ("snapshot", window_s),
-                         lambda: self.source.snapshot(aligned, window_s))
+        key, family = self._snapshot_keys(aligned, window_s)
+        return self._get(key, family, lambda: self.source.snapshot(aligned, window_s))
+
+    @staticmethod
+    def _snapshot_keys(aligned: float, window_s: float) -> tuple[Hashable, Hashable]:
+        return ("snapshot", aligned, window_s), ("snapshot", window_s)
+
+    def _range_keys(self, start: float, end: float, step_s: float,
+                    queues: Sequence[str] | None, signals: Collection[str] | None
+                    ) -> tuple[Hashable, Hashable, tuple[float, float] | None, float, float]:
+        """(key, family, step grid or None, start and end read) of a range read."""
+        grid = (step_grid(start, end, step_s)
+                if getattr(self.source, "incremental_range", False) else None)
+        a, b = grid if grid is not None else (self._align(start), self._align(end))
+        qkey = tuple(sorted(queues)) if queues else None
+        skey = tuple(sorted(signals)) if signals is not None else None
+        # one view is one family: the length asked for (the grid's rounding may add a step)
+        family = ("range", round(end - start) if grid is not None else b - a, step_s, qkey,
+                  skey)
+        return ("range", a, b, step_s, qkey, skey), family, grid, a, b
+
+    def read_times(self, at: float, start: float, end: float, step_s: float
+                   ) -> tuple[float, float, float]:
+        """(snapshot time, range start, range end) the cache reads the wrapped source at for
+        ``snapshot(at, …)`` and ``range(start, end, step_s, …)``: a read made at these times
+        elsewhere (the overview's streaming cold start, in batches) and handed to
+        :meth:`store` is the one the cache would have made."""
+        _, _, _, a, b = self._range_keys(start, end, step_s, None, None)
+        return self._align(at), a, b
+
+    def holds(self, window_s: float, start: float, end: float, step_s: float,
+              signals: Collection[str] | None = None) -> bool:
+        """Whether a last good snapshot of ``window_s`` and a last good range read of this
+        view (all queues) are kept, the range one ending after ``start`` — so a read of the
+        view now is a refresh (the range extended, :mod:`collectors.incremental`), not a
+        cold read of the whole range."""
+        _, family, _, _, _ = self._range_keys(start, end, step_s, None, signals)
+        _, snap_family = self._snapshot_keys(0.0, window_s)
+        with self._lock:
+            data = self._last_good.get(family)
+            return (snap_family in self._last_good and isinstance(data, RangeData)
+                    and data.end > start)
+
+    def store(self, at: float, window_s: float, snapshot: Snapshot, start: float, end: float,
+              step_s: float, signals: Collection[str] | None, data: RangeData,
+              took_s: float) -> None:
+        """Keep a snapshot and a whole-fleet range read made elsewhere, at :meth:`read_times`,
+        as if this cache had fetched them in ``took_s`` seconds: later calls of the same
+        slot get them, an adapted life (``adapt × took_s``) reuses them for newer slots, and
+        the next refresh extends the range read."""
+        aligned = self._align(at)
+        skey, sfamily = self._snapshot_keys(aligned, window_s)
+        rkey, rfamily, _, _, _ = self._range_keys(start, end, step_s, None, signals)
+        with self._lock:
+            done = self._mono()
+            for key, family, value in ((skey, sfamily, snapshot), (rkey, rfamily, data)):
+                self._entries[key] = (done, value)
+                self._entries.move_to_end(key)
+                self._last_good[family] = value
+                self._last_good.move_to_end(family)
+                self._recent[family] = (done, took_s)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+            while len(self._last_good) > self.max_entries:
+                old_family, _ = self._last_good.popitem(last=False)
+                self._recent.pop(old_family, None)
+            self._last_error = None
+            self._stale_since = None
+            self._last_success = self._wall()
 
     def range(
         self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None,
@@ -180,14 +247,7 @@ class CachedSource:
         columns depend only on the samples before them (``incremental_range``), a read on
         the step grid extends the last read of the same view with the new steps only
         (:mod:`collectors.incremental`)."""
-        grid = (step_grid(start, end, step_s)
-                if getattr(self.source, "incremental_range", False) else None)
-        a, b = grid if grid is not None else (self._align(start), self._align(end))
-        qkey = tuple(sorted(queues)) if queues else None
-        skey = tuple(sorted(signals)) if signals is not None else None
-        # one view is one family: the length asked for (the grid's rounding may add a step)
-        family = ("range", round(end - start) if grid is not None else b - a, step_s, qkey,
-                  skey)
+        key, family, grid, a, b = self._range_keys(start, end, step_s, queues, signals)
 
         def read(s: float, e: float) -> RangeData:
             return self.source.range(s, e, step_s, queues, signals)
@@ -202,7 +262,7 @@ class CachedSource:
                 self.range_reads[done.mode] = self.range_reads.get(done.mode, 0) + 1
             return done.data
 
-        return self._get(("range", a, b, step_s, qkey, skey), family, fetch)
+        return self._get(key, family, fetch)
 
     def _get(self, key: Hashable, family: Hashable, fetch: Callable[[], R]) -> R:
         while True:

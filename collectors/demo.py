@@ -253,12 +253,17 @@ class DemoSource:
 
     # --- Source protocol ---------------------------------------------------------------------
 
-    def snapshot(self, at: float, window_s: float) -> Snapshot:
+    def snapshot(self, at: float, window_s: float, queues: Sequence[str] | None = None
+                 ) -> Snapshot:
+        """Every queue's signals at ``at``; ``queues``: only those (in the fleet's order)."""
         self._check(at, window_s)
-        derived = derive(self.raw([at], window_s))
+        sel = None if not queues else np.array(
+            sorted({self._index[q] for q in queues if q in self._index}), dtype=np.int64)
+        derived = derive(self.raw([at], window_s, sel))
         data = {k: v[:, 0].tolist() for k, v in derived.values.items()}
-        queues = []
-        for i, spec in enumerate(self.fleet.specs):
+        specs = self.fleet.specs if sel is None else [self.fleet.specs[j] for j in sel]
+        queues_out = []
+        for i, spec in enumerate(specs):
             values: dict[str, Any] = {}
             missing: dict[str, str] = {}
             missing.update(_NOT_IN_DEMO)
@@ -271,7 +276,7 @@ class DemoSource:
                     missing[field] = self._why_missing(field, spec)
             results = {r: data[f"reconcile_results_per_s.{r}"][i] for r in fl.RESULTS}
             classes = {k: data[f"api_calls_by_class_per_s.{k}"][i] for k in API_CLASSES}
-            queues.append(
+            queues_out.append(
                 QueueSnapshot(
                     queue=spec.name,
                     labels=self.labels(spec),
@@ -284,7 +289,12 @@ class DemoSource:
                     **values,
                 )
             )
-        return Snapshot(at=at, window_s=window_s, source="demo", queues=queues)
+        return Snapshot(at=at, window_s=window_s, source="demo", queues=queues_out)
+
+    def queue_processes(self, at: float, span_s: float) -> dict[str, tuple[str, ...]]:
+        """{queue: the process running it} in the fleet's order (every demo queue always
+        exists; the pod is its process, as :attr:`QueueSnapshot.process` names it)."""
+        return {spec.name: (f"pod={spec.params.pod}",) for spec in self.fleet.specs}
 
     def range(
         self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None,

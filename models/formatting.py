@@ -39,6 +39,7 @@ __all__ = [
     "instant_text",
     "number_text",
     "percent_text",
+    "progress_text",
     "shown_value",
     "sig",
 ]
@@ -186,3 +187,13 @@ def count_text(count: float | None) -> str:
     if count is None or not math.isfinite(count):
         return NO_DATA
     return f"{round(count):,}"
+
+
+def progress_text(what: str, done: int, total: int, left_s: float | None = None) -> str:
+    """Work in progress, counted, with the time left when known: ('Reading queues', 2500,
+    10000, 41.7) → 'Reading queues: 2,500 of 10,000 — about 42 s left'. The estimate keeps
+    two significant digits (it is an extrapolation, not a measurement) and is at least 1 s."""
+    text = f"{what}: {count_text(done)} of {count_text(total)}"
+    if left_s is None or not math.isfinite(left_s) or done >= total:
+        return text
+    return f"{text} — about {duration_text(max(1.0, left_s), 2)} left"

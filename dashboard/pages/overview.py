@@ -23,6 +23,15 @@ cell's renderer (``QueueLink`` in ``dashboard/assets/overview_grid.js``) puts th
 an ``<a>`` as a React text child; the link target is :func:`queue_href`, percent-encoded here.
 No column uses the Markdown renderer, ``dangerously_allow_code`` stays off, and tooltips are
 AG Grid's plain-text ones.
+
+**A cold start streams** (issue 22 §2, :mod:`dashboard.streaming`): when the app's cache holds
+no read of the view and the fleet has more than ``QUEUELENS_STREAM_ABOVE`` queues (500), the
+refresh starts (or joins) the app's background job, which reads the fleet in batches of whole
+processes; the page polls every second and shows "Reading queues: 2,500 of 10,000 — about
+40 s left" (:func:`models.formatting.progress_text`) and the rows of every batch planned so
+far. The summary line and the sparkline scale say they are partial; the sparklines are
+redrawn on the scale of the rows read so far. When the last batch lands the whole read is in
+the cache and the grid holds every row; later refreshes are the normal ones.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,8 +50,9 @@ import dash
 import dash_ag_grid as dag
 import numpy as np
 import numpy.typing as npt
-from dash import Input, Output, dcc, html
+from dash import Input, Output, State, dcc, html
 
+from collectors.cache import CachedSource
 from collectors.errors import CollectorError
 from dashboard.advice import (
     HISTORY_SIGNALS,
@@ -55,6 +66,7 @@ from dashboard.context import AppContext, clientside_callback, register_page
 from dashboard.figures import SPARK_BLOCKS, spark_log_top, sparklines_text
 from dashboard.numbers import sig, snapshot_quantile_text
 from dashboard.plan_words import binding_label, workers_text
+from dashboard.streaming import ColdStart, Progress, StreamSettings
 from models.advisor import SEVERITIES
 from models.errors import ModelInputError
 from models.formatting import count_text, percent_text
@@ -92,12 +104,18 @@ def _num(value: float | None, digits: int = 3) -> float | None:
     return round(value, digits)
 
 
-def _depth_table(data: RangeData, only: Collection[str] | None = None
-                 ) -> tuple[list[str], npt.NDArray[np.float64]]:
+def spark_signal(names: Collection[str]) -> str | None:
+    """The signal the sparklines draw: the first of :data:`SPARK_SIGNALS` among ``names``."""
+    return next((s for s in SPARK_SIGNALS if s in names), None)
+
+
+def _depth_table(data: RangeData, only: Collection[str] | None = None,
+                 signal: str | None = None) -> tuple[list[str], npt.NDArray[np.float64]]:
     """(queues, queues × grid-points depth table) with the points placed on the range's time
     grid, so a missing sample is NaN (a blank cell, never a zero bar); ``only``: just these
-    queues (the ones the grid shows, so the shared scale is theirs)."""
-    signal = next((s for s in SPARK_SIGNALS if s in data.signals), None)
+    queues (the ones the grid shows, so the shared scale is theirs); ``signal``: the one to
+    draw (default :func:`spark_signal` of the data's; NaN rows when the data lack it)."""
+    signal = signal or spark_signal(data.signals)
     if signal is None or len(data.t) == 0:
         return [], np.empty((0, 0))
     grid = data.start + data.step_s * np.arange(
@@ -105,7 +123,8 @@ def _depth_table(data: RangeData, only: Collection[str] | None = None
     index = np.rint((data.t - data.start) / data.step_s).astype(np.int64)
     ok = (index >= 0) & (index < len(grid))
     table = np.full((len(data.queues), len(grid)), np.nan)
-    table[:, index[ok]] = data.matrix(signal)[:, ok]
+    if signal in data.signals:
+        table[:, index[ok]] = data.matrix(signal)[:, ok]
     if only is None:
         return list(data.queues), table
     keep = [i for i, name in enumerate(data.queues) if name in only]
@@ -264,13 +283,19 @@ def overview_rows(
 
 
 def summary_line(snapshot: Snapshot, rows: Sequence[dict[str, Any]],
-                 settings: AnalysisSettings | None = None) -> str:
+                 settings: AnalysisSettings | None = None, of: int | None = None) -> str:
+    """The fleet's verdicts counted; ``of``: the rows are the part of a fleet of that many
+    queues read so far (a streaming cold start), and the line says so."""
     counts = dict.fromkeys(SEVERITY_ORDER, 0)
     for row in rows:
         counts[row["severity"]] += 1
     parts = [f"{n} {s}" for s, n in counts.items() if n]
     when = time.strftime("%H:%M:%S UTC", time.gmtime(snapshot.at))
     described = (settings or AnalysisSettings()).describe()
+    if of is not None:
+        return (f"Partial: {count_text(len(rows))} of {count_text(of)} queues read so far "
+                f"from {snapshot.source} at {when} (plans from the {described}): "
+                + ", ".join(parts) + " — the counts grow as the rest is read.")
     return (f"{len(rows)} queues from {snapshot.source} at {when} (plans from the {described}): "
             + ", ".join(parts) + ".")
 
@@ -295,11 +320,149 @@ def load_overview(ctx: AppContext, now: float | None = None
     except (ModelInputError, CollectorError) as exc:
         advice = None
         notes.append(f"No advisor verdicts: {exc}")
+    rows = fleet_rows(snapshot, data, advice, ctx.settings.range_s)
+    return rows, summary_line(snapshot, rows, ctx.settings), "; ".join(notes)
+
+
+def fleet_rows(snapshot: Snapshot, data: RangeData | None, advice: FleetAdvice | None,
+               range_s: float) -> list[dict[str, Any]]:
+    """The grid's rows of a whole read: the snapshot's queues, their sparklines on the
+    scale of the queues shown, their plans."""
     shown = {q.queue for q in snapshot.queues}
     sparks = sparklines(data, only=shown) if data is not None else {}
     peaks = depth_peaks(data, only=shown) if data is not None else {}
-    rows = overview_rows(snapshot, sparks, advice, peaks, ctx.settings.range_s)
-    return rows, summary_line(snapshot, rows, ctx.settings), "; ".join(notes)
+    return overview_rows(snapshot, sparks, advice, peaks, range_s)
+
+
+# --- the streaming cold start (dashboard.streaming) -------------------------------------------
+
+STREAM_POLL_MS = 1000
+"""How often a page polls while the cold start streams (a batch of 250 queues lands every
+1–2 s at 10,000 queues)."""
+
+
+def _plan(ctx: AppContext) -> Callable[[Snapshot, RangeData], FleetAdvice]:
+    """The plans of one batch, as :func:`load_overview` plans the whole fleet."""
+    framework = source_framework(ctx.source)
+    periods = source_poll_periods(ctx.source) if ctx.source is not None else {}
+
+    def plan(snapshot: Snapshot, data: RangeData) -> FleetAdvice:
+        return advise_data(snapshot, data, ctx.settings, framework=framework,
+                           poll_periods=periods)
+    return plan
+
+
+@dataclass
+class _BatchRows:
+    rows: list[dict[str, Any]]
+    """The batch's rows, sparklines not drawn yet (they share the scale of all rows)."""
+    queues: list[str]
+    table: npt.NDArray[np.float64]
+    notes: list[str]
+
+
+_stream_memo: dict[tuple[int, int], _BatchRows] = {}
+"""(job, batch) -> its rows: a poll builds only the rows of the batches new since the last."""
+_stream_lock = threading.Lock()
+"""Guards :data:`_stream_memo` (the callbacks of several tabs run in threads at once)."""
+
+
+def _batch_rows(job: int, batch: Any, signal: str | None, range_s: float) -> _BatchRows:
+    key = (job, batch.index)
+    with _stream_lock:
+        got = _stream_memo.get(key)
+        if got is not None:
+            return got
+        if any(k[0] != job for k in _stream_memo):
+            _stream_memo.clear()
+    shown = {q.queue for q in batch.snapshot.queues}
+    queues, table = _depth_table(batch.data, only=shown, signal=signal)
+    peaks = {}
+    for name, row in zip(queues, table, strict=True):
+        finite = row[np.isfinite(row)]
+        if finite.size:
+            peaks[name] = float(finite.max())
+    rows = overview_rows(batch.snapshot, {}, batch.advice, peaks, range_s)
+    notes = [*batch.snapshot.warnings, *batch.data.warnings,
+             *([batch.note] if batch.note else [])]
+    got = _BatchRows(rows, queues, table, notes)
+    with _stream_lock:
+        _stream_memo[key] = got
+    return got
+
+
+@dataclass(frozen=True)
+class StreamView:
+    """What the overview shows of a streaming cold start."""
+
+    key: str
+    """Which publication of which job (a page that shows it already is not sent it again)."""
+    rows: list[dict[str, Any]]
+    summary: str
+    error: str
+    scale: str
+    progress: str
+    """The progress line ('' once finished)."""
+
+
+def stream_view(p: Progress, settings: AnalysisSettings) -> StreamView:
+    """Rows, summary, notes, scale and progress line of a job's publication: the batches'
+    rows while it streams, the whole read's (as :func:`load_overview` makes them) once it is
+    done."""
+    global _memo
+    key = f"{p.job}:{p.version}"
+    if p.finished and p.advice is not None and p.snapshot is not None and p.data is not None:
+        # the normal refresh after the stream gets these objects from the cache: no re-plan
+        _memo = (p.snapshot, p.data, settings, p.advice)
+        with _stream_lock:
+            _stream_memo.clear()
+        rows = fleet_rows(p.snapshot, p.data, p.advice, settings.range_s)
+        return StreamView(key, rows, summary_line(p.snapshot, rows, settings),
+                          "; ".join([*p.snapshot.warnings, *p.data.warnings]),
+                          rows_scale(rows), "")
+    signal = spark_signal({n for b in p.batches for n in b.data.signals})
+    parts = [_batch_rows(p.job, b, signal, settings.range_s) for b in p.batches]
+    rows = [dict(r) for part in parts for r in part.rows]
+    notes: list[str] = []
+    for part in parts:
+        notes += [n for n in part.notes if n not in notes]
+    if p.error is not None:
+        notes.insert(0, p.error if p.total is not None else f"Could not list the queues: "
+                     f"{p.error}")
+    if parts and signal is not None:
+        names = [q for part in parts for q in part.queues]
+        texts = sparklines_text(np.concatenate([part.table for part in parts]), SPARK_WIDTH,
+                                log_floor=SPARK_FLOOR)
+        sparks = {q: t for q, t in zip(names, texts, strict=True) if t}
+        for row in rows:
+            row["sparkline"] = sparks.get(row["queue_name"], NO_DATA)
+    rows.sort(key=lambda r: (r["severity_rank"], r["queue_name"]))
+    total = p.total or 0
+    partial = not p.finished
+    summary = scale = ""
+    if p.batches:
+        summary = summary_line(p.batches[0].snapshot, rows, settings,
+                               of=total if partial else None)
+        scale = rows_scale(rows)
+        if partial and scale:
+            scale += (f" Partial: the peak of the {count_text(len(rows))} queues read so far;"
+                      " the scale may grow as the rest is read.")
+    return StreamView(key, rows, summary, "; ".join(notes), scale,
+                      p.text())
+
+
+def progress_children(p: Progress) -> list[Any]:
+    """The progress line and, while it runs, the bar of the queues read (nothing once the
+    stream ended)."""
+    text = p.text()
+    if not text:
+        return []
+    line = html.Span(text, id="overview-progress-text")
+    if not p.running:
+        return [line]
+    label: dict[str, Any] = {"aria-label": "queues read"}
+    return [line, html.Progress(value=str(p.done), max=str(max(1, p.total or 0)),
+                                className="ql-stream-bar", **label)]
 
 
 SEVERITY_ORDER: tuple[str, ...] = (*SEVERITIES, NO_VERDICT)
@@ -625,6 +788,7 @@ def grid(range_s: float = SPARK_RANGE_S, state: GridState | None = None) -> Any:
 
 def layout(range_s: float = SPARK_RANGE_S, **kwargs: object) -> html.Div:
     state = parse_grid_state(kwargs.get("sort"), kwargs.get("filter"))
+    live: dict[str, Any] = {"aria-live": "polite"}
     return html.Div(
         [
             html.H1("Fleet overview: which queues are falling behind?"),
@@ -635,6 +799,8 @@ def layout(range_s: float = SPARK_RANGE_S, **kwargs: object) -> html.Div:
                 "history, model fit and what-if.",
                 className="ql-muted",
             ),
+            html.Div(id="overview-progress", className="ql-stream", role="status",
+                     **live),
             html.Div(id="overview-summary", className="ql-readout"),
             html.Div(id="overview-error", className="ql-error", role="alert"),
             html.P(state.note, id="overview-state-note", className="ql-note"),
@@ -643,6 +809,7 @@ def layout(range_s: float = SPARK_RANGE_S, **kwargs: object) -> html.Div:
                      className="ql-card"),
             dcc.Interval(id="overview-refresh", interval=15_000),
             dcc.Store(id="overview-address"),  # the query last written (GRID_STATE_…_JS)
+            dcc.Store(id="overview-shown"),  # the stream publication this page shows
         ]
     )
 
@@ -654,18 +821,41 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
     register_page(__name__, path=PATH, name="Fleet", title="Fleet · queuelens", order=0,
                   layout=page_layout)
 
+    cold = (ColdStart(ctx.source, ctx.settings, StreamSettings.from_env(),
+                      retry_s=ctx.refresh_s)
+            if isinstance(ctx.source, CachedSource) else None)
+    extensions = getattr(app.server, "extensions", {}).get("queuelens")
+    if isinstance(extensions, dict):
+        extensions["cold_start"] = cold  # one per app; tests and shutdown reach it here
+    plan = _plan(ctx)
+    signals = HISTORY_SIGNALS | set(SPARK_SIGNALS)
+
     @app.callback(
         Output(GRID_ID, "rowData"),
         Output("overview-summary", "children"),
         Output("overview-error", "children"),
         Output("overview-scale", "children"),
         Output("overview-refresh", "interval"),
+        Output("overview-progress", "children"),
+        Output("overview-shown", "data"),
         Input("overview-refresh", "n_intervals"),
+        State("overview-shown", "data"),
     )
-    def _refresh(_n: int | None) -> tuple[list[dict[str, Any]], str, str, str, int]:
-        with ctx.refresh_budget():  # the snapshot and the range read share one budget
-            rows, summary, error = load_overview(ctx)
-        return rows, summary, error, rows_scale(rows), int(ctx.refresh_s * 1000)
+    def _refresh(_n: int | None, shown: str | None) -> tuple[Any, ...]:
+        progress = cold.poll(ctx.now(), signals, plan) if cold is not None else None
+        if progress is None:
+            with ctx.refresh_budget():  # the snapshot and the range read share one budget
+                rows, summary, error = load_overview(ctx)
+            return (rows, summary, error, rows_scale(rows), int(ctx.refresh_s * 1000), [],
+                    None)
+        interval = STREAM_POLL_MS if progress.running else int(ctx.refresh_s * 1000)
+        key = f"{progress.job}:{progress.version}"
+        if key == shown:  # no new batch since this page's last poll: the time left only
+            return (dash.no_update,) * 4 + (interval, progress_children(progress),
+                                            dash.no_update)
+        view = stream_view(progress, ctx.settings)
+        return (view.rows, view.summary, view.error, view.scale, interval,
+                progress_children(progress), view.key)
 
     clientside_callback(
         app, GRID_STATE_TO_ADDRESS_JS,
