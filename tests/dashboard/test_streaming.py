@@ -335,3 +335,28 @@ def test_a_batch_snapshot_asks_only_for_its_queues(
     per_process = [q for q in sent if q not in fleet and "rest_client_requests_total" in q]
     assert per_process
     assert all(f'job=~"{JOB_A}"' in q for q in per_process), per_process
+
+
+def test_a_page_is_resent_its_rows_only_as_they_grow_by_half() -> None:
+    """Each batch resent every row so far (about 100 MB over a 10,000-queue stream): a page
+    gets the rows again once the queues read grew by half, when the job ends or when it is
+    another job's."""
+    from dashboard.pages.overview import resend
+    from dashboard.streaming import Progress
+
+    def p(version: int, done: int, finished: bool = False, job: int = 7) -> Progress:
+        return Progress(job=job, version=version, at=0.0, total=10_000, done=done,
+                        left_s=1.0, batches=(), finished=finished)
+
+    assert resend(p(1, 25), None)  # nothing shown yet
+    assert not resend(p(1, 25), "7:1:25")  # the same publication
+    assert not resend(p(5, 349), "7:4:250")  # under half as many again
+    assert resend(p(6, 375), "7:4:250")
+    assert resend(p(9, 600, finished=True), "7:8:500")  # the end
+    assert resend(p(1, 25, job=8), "7:9:600")  # another job
+    sent, shown = 0, None
+    for version, done in enumerate(range(250, 10_001, 250), 1):  # 40 batches of 250
+        if resend(p(version, done), shown):
+            sent += done
+            shown = f"7:{version}:{done}"
+    assert sent <= 3 * 10_000
