@@ -1,4 +1,4 @@
-# queuelens dashboard image: multi-stage, slim, non-root, served by gunicorn.
+# queuelens dashboard image: multi-stage, slim, non-root, served by `queuelens serve` (waitress).
 #   docker build -t queuelens .
 #   docker run --rm -p 8050:8050 -e QUEUELENS_PROMETHEUS_URL=http://prometheus:9090 queuelens
 # Without QUEUELENS_PROMETHEUS_URL the embedded demo fleet is shown.
@@ -27,8 +27,11 @@ WORKDIR /home/queuelens
 ENV NUMBA_CACHE_DIR=/home/queuelens/.cache/numba
 RUN python -c "from models.simulate import warm_up; warm_up()"
 EXPOSE 8050
-# One worker process keeps one shared query cache (ten browser tabs -> one set of queries);
-# threads serve concurrent requests. Inside the container 0.0.0.0 is needed for -p to work.
+# One process keeps one shared query cache (ten browser tabs -> one set of queries); threads
+# serve concurrent requests, and waitress reads each request whole before a thread sees it, so
+# slow or idle clients cannot take the threads (limits: docs/operations.md "Limits"). /livez
+# answers on threads of its own whatever Prometheus does. Inside the container 0.0.0.0 is
+# needed for -p to work (serve warns about it: put an authenticating proxy in front).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8050/health', timeout=4).status != 200)"]
-CMD ["gunicorn", "--bind", "0.0.0.0:8050", "--workers", "1", "--threads", "8", "--timeout", "120", "dashboard.app:create_app()"]
+  CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8050/livez', timeout=4).status != 200)"]
+CMD ["queuelens", "serve", "--host", "0.0.0.0", "--port", "8050"]

@@ -28,7 +28,9 @@ def parse_duration(text: str) -> float:
             pos = m.end()
         if pos != len(text) or not text:
             raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 2h, 7d)") from None
-    if not math.isfinite(seconds) or seconds <= 0:
+    if not math.isfinite(seconds):
+        raise ValueError(f"not a finite duration: {text!r} (use e.g. 30s, 5m, 2h, 7d)")
+    if seconds <= 0:
         raise ValueError(f"duration must be > 0, got {text!r}")
     return seconds
 

@@ -1,10 +1,11 @@
 """The Dash app factory.
 
     create_app(source=None, *, refresh_s=15, config=None, at=None, settings=None,
-               limits=None) -> flask.Flask  (WSGI app)
+               limits=None, refresh_budget_s=None, allowed_hosts=None) -> flask.Flask
     build_dash_app(...same...) -> dash.Dash
 
-``gunicorn 'dashboard.app:create_app()'`` serves the dashboard in production. Without an
+``queuelens serve`` (:mod:`dashboard.commands.serve`: waitress, one process, threads) serves
+the dashboard in production, the Dockerfile's and the Deployment's command. Without an
 explicit source the app reads Prometheus at ``$QUEUELENS_PROMETHEUS_URL`` when that is set,
 else the embedded demo fleet.
 
@@ -17,8 +18,8 @@ evaluation time of every page (unix seconds; default: the wall clock) — see
 
 The "Export report" button runs as a Dash background callback (:mod:`dashboard.report`) on a
 ``DiskcacheManager`` whose store is a private temporary directory per app (mode 0700, removed
-when the app is garbage-collected or the process that made it exits). Run one worker process
-(the Dockerfile and ``queuelens serve`` do): a second worker would have its own store and
+when the app is garbage-collected or the process that made it exits). Run one process
+(``queuelens serve`` does): a second worker would have its own store and
 could not answer the polls for a job started in the first.
 
 Limits (:class:`ServerLimits`; ``limits=`` or, by default, the ``QUEUELENS_*`` environment
@@ -29,15 +30,20 @@ nothing; at most ``export_jobs`` report exports run at a time, each for at
 most ``export_timeout_s``, and one nobody polls for ``export_abandon_s`` is cancelled
 (:class:`dashboard.report.ExportJobs`).
 
-``/health`` is a liveness check: HTTP 200 with ``"status": "ok"`` whenever this server
-answers, whatever the data source does — restarting the dashboard does not mend Prometheus.
-The body also tells how the source is doing, from what the pages last read through the shared
-cache (it never queries Prometheus itself, so it answers at once even when Prometheus hangs):
-``source_state`` ``ok`` · ``stale`` (the last read failed; the pages show the last good data)
-· ``unreachable`` (reads fail and nothing was ever read) · ``error`` (the source answered but
-refused a query) · ``unknown`` (nothing has been read yet), with ``last_error`` (the
-collector's sentence, which never carries credentials), ``stale_since`` and
-``last_success_at``. Use ``source_state`` for readiness or alerting, not for restarts.
+Probes: ``/livez`` is the liveness check — ``{"status": "ok"}`` whenever this process answers,
+looking at nothing else (no lock, no source). ``/readyz`` (and ``/health``, its older name) is
+HTTP 200 with ``"status": "ok"`` too whenever this server answers, whatever the data source
+does — restarting the dashboard, or taking it out of the Service, does not mend Prometheus, and
+the pages show the last good data under a banner. ``queuelens serve`` answers the three on
+worker threads of their own (:data:`PROBE_PATHS`), so callbacks waiting on a hung Prometheus
+never delay them. The body of ``/readyz`` also tells how the source is doing, from what the
+pages last read through the shared cache (it never queries Prometheus itself, so it answers at
+once even when Prometheus hangs): ``source_state`` ``ok`` · ``stale`` (the last read failed;
+the pages show the last good data) · ``unreachable`` (reads fail and nothing was ever read) ·
+``error`` (the source answered but refused a query) · ``unknown`` (nothing has been read yet),
+with ``last_error`` (the collector's sentence, which never carries credentials),
+``stale_since`` and ``last_success_at``. Use ``source_state`` for readiness or alerting, not
+for restarts.
 
 ``/metrics`` is each queue's capacity plan (``advise``'s) and the plans' refresh health as
 Prometheus series (:mod:`dashboard.plan_metrics`); a scrape waits a bounded time for a
@@ -55,7 +61,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +72,7 @@ from dash import Input, Output, dcc, html
 from collectors.cache import CachedSource
 from collectors.config import QueuelensConfig
 from collectors.types import Source
-from dashboard.context import AppContext
+from dashboard.context import MAX_REFRESH_S, AppContext
 from dashboard.report import (
     EXPORT_ABANDON_S,
     EXPORT_MAX_JOBS,
@@ -104,18 +110,44 @@ def parse_byte_size(text: str) -> int:
     return int(float(m.group(1)) * _BYTE_UNITS[(m.group(2) or "").lower()])
 
 
+CONNECTION_LIMIT = 1000
+"""Default most open connections (``QUEUELENS_CONNECTION_LIMIT``). Beyond it the server stops
+accepting until some close (new ones wait in the listen backlog). A browser tab holds a few
+connections; 1,000 leaves room for 200 tabs and an attacker's idle sockets while staying
+under the usual 1,024-descriptor limit once ``serve`` raises it (it asks for the limit plus
+:data:`dashboard.commands.serve.FD_HEADROOM`)."""
+MAX_CONNECTION_LIMIT = 65536
+IDLE_TIMEOUT_S = 60.0
+"""Default seconds a connection may send nothing, between requests or before its first one,
+before it is closed (``QUEUELENS_IDLE_TIMEOUT``): a browser reuses a kept-alive connection
+within the refresh period (15 s by default) and reopens one at no cost after."""
+REQUEST_READ_TIMEOUT_S = 30.0
+"""Default seconds one request may take to arrive, head and body
+(``QUEUELENS_REQUEST_READ_TIMEOUT``): the largest legitimate one (about 1 MB,
+:data:`MAX_REQUEST_BYTES`) needs 35 kB/s for it; a client that drips its head or body is
+closed at the deadline, and never holds a worker thread meanwhile (requests are buffered
+before a thread sees them: :func:`dashboard.commands.serve.run_server`)."""
+MAX_TIMEOUT_S = 3600.0
+"""The largest accepted idle or read timeout: a longer one is no longer a deadline."""
+
+
 @dataclass(frozen=True)
 class ServerLimits:
-    """What one request or one export may cost the dashboard server (see module doc).
+    """What one request, one connection or one export may cost the dashboard server (see
+    module doc).
 
     Environment (:meth:`from_env`): ``QUEUELENS_MAX_REQUEST_SIZE`` (default 4MiB),
     ``QUEUELENS_EXPORT_JOBS`` (2), ``QUEUELENS_EXPORT_TIMEOUT`` (10m),
-    ``QUEUELENS_EXPORT_ABANDON`` (2m)."""
+    ``QUEUELENS_EXPORT_ABANDON`` (2m), ``QUEUELENS_CONNECTION_LIMIT`` (1000),
+    ``QUEUELENS_IDLE_TIMEOUT`` (60s), ``QUEUELENS_REQUEST_READ_TIMEOUT`` (30s)."""
 
     max_request_bytes: int = MAX_REQUEST_BYTES
     export_jobs: int = EXPORT_MAX_JOBS
     export_timeout_s: float = EXPORT_TIMEOUT_S
     export_abandon_s: float = EXPORT_ABANDON_S
+    connection_limit: int = CONNECTION_LIMIT
+    idle_timeout_s: float = IDLE_TIMEOUT_S
+    request_read_timeout_s: float = REQUEST_READ_TIMEOUT_S
 
     def __post_init__(self) -> None:
         if self.max_request_bytes < 64 * 1024:
@@ -127,6 +159,18 @@ class ServerLimits:
                             ("export abandon time", self.export_abandon_s)):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"the {name} must be a positive duration, got {value!r}.")
+        from dashboard.report.export import MAX_EXPORT_TIMEOUT_S
+
+        if self.export_timeout_s > MAX_EXPORT_TIMEOUT_S:  # QUEUELENS_EXPORT_TIMEOUT
+            raise ValueError(f"the export timeout (QUEUELENS_EXPORT_TIMEOUT) must be at most "
+                             f"1d, got {self.export_timeout_s:g} s.")
+        if not 16 <= self.connection_limit <= MAX_CONNECTION_LIMIT:
+            raise ValueError(f"the connection limit must be 16-{MAX_CONNECTION_LIMIT}, "
+                             f"got {self.connection_limit}.")
+        for name, value in (("idle timeout", self.idle_timeout_s),
+                            ("request read timeout", self.request_read_timeout_s)):
+            if not (math.isfinite(value) and 1 <= value <= MAX_TIMEOUT_S):
+                raise ValueError(f"the {name} must be 1s-{MAX_TIMEOUT_S:g}s, got {value!r}.")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ServerLimits:
@@ -142,6 +186,9 @@ class ServerLimits:
             ("QUEUELENS_EXPORT_JOBS", "export_jobs", int),
             ("QUEUELENS_EXPORT_TIMEOUT", "export_timeout_s", parse_duration),
             ("QUEUELENS_EXPORT_ABANDON", "export_abandon_s", parse_duration),
+            ("QUEUELENS_CONNECTION_LIMIT", "connection_limit", int),
+            ("QUEUELENS_IDLE_TIMEOUT", "idle_timeout_s", parse_duration),
+            ("QUEUELENS_REQUEST_READ_TIMEOUT", "request_read_timeout_s", parse_duration),
         )
         for var, field_name, parse in parsers:
             text = env.get(var, "").strip()
@@ -192,10 +239,16 @@ def scrape_step_s(source: Source | None) -> float | None:
 
 
 def effective_refresh_s(refresh_s: float, source: Source | None) -> tuple[float, str | None]:
-    """(refresh period to use, note or None): never below the source's scrape step."""
+    """(refresh period to use, note or None): never below the source's scrape step, never
+above :data:`dashboard.context.MAX_REFRESH_S`."""
     step = scrape_step_s(source)
     if step is None or refresh_s >= step:
         return float(refresh_s), None
+    if step > MAX_REFRESH_S:  # e.g. scrape_interval: 30d — no browser timer runs that long
+        return MAX_REFRESH_S, (
+            f"queuelens: note: refresh {refresh_s:g}s is below the scrape interval {step:g}s "
+            f"of the profile; refreshing every {MAX_REFRESH_S:g}s instead (at most "
+            f"{MAX_REFRESH_S:g}s, the longest a browser timer is trusted with).")
     return step, (f"queuelens: note: refresh {refresh_s:g}s is below the scrape interval "
                   f"{step:g}s of the profile; refreshing every {step:g}s instead.")
 
@@ -209,17 +262,22 @@ def build_dash_app(
     settings: AnalysisSettings | None = None,
     limits: ServerLimits | None = None,
     refresh_budget_s: float | None = None,
+    allowed_hosts: Collection[str] | None = None,
 ) -> dash.Dash:
     """Build the multi-page Dash app reading from ``source`` (see module docstring).
     ``settings``: the analysis settings of every page (default: the config file's
     ``analysis:`` section, else the defaults). ``limits``: request size and export jobs
     (default: :meth:`ServerLimits.from_env`). ``refresh_budget_s``: the wall-clock budget of
-    one page refresh's reads (default: the source's query timeout, the banner's figure)."""
+    one page refresh's reads (default: the source's query timeout, the banner's figure).
+    ``allowed_hosts``: the host names (or addresses) a request's ``Host`` may name, else 400
+    (:func:`_register_host_check`); None: any (``queuelens serve`` passes the loopback
+    names when bound to loopback)."""
     import importlib
     import math
 
-    if not refresh_s > 0:
-        raise ValueError(f"refresh period must be positive, got {refresh_s!r}.")
+    if not 0 < refresh_s <= MAX_REFRESH_S:
+        raise ValueError(f"refresh period must be positive and at most {MAX_REFRESH_S:g} s "
+                         f"(a browser timer overflows beyond 24.8 days), got {refresh_s!r}.")
     if at is not None and not math.isfinite(at):
         raise ValueError(f"evaluation time must be a finite unix time, got {at!r}.")
     if limits is None:
@@ -267,7 +325,9 @@ def build_dash_app(
     server.config.update(DEBUG=False, TESTING=False, PROPAGATE_EXCEPTIONS=False,
                          MAX_CONTENT_LENGTH=limits.max_request_bytes)
     server.extensions["queuelens"] = {"dash": app, "context": ctx, "limits": limits}
+    _register_host_check(server, allowed_hosts)
     _register_too_large(server, limits)
+    _register_security_headers(server)
 
     for name in PAGE_MODULES:
         module = importlib.import_module(f"dashboard.pages.{name}")
@@ -290,11 +350,13 @@ def create_app(
     settings: AnalysisSettings | None = None,
     limits: ServerLimits | None = None,
     refresh_budget_s: float | None = None,
+    allowed_hosts: Collection[str] | None = None,
 ) -> flask.Flask:
-    """The WSGI app (the Dash app's Flask server), e.g. for gunicorn."""
+    """The WSGI app (the Dash app's Flask server), e.g. for ``queuelens serve``."""
     server: flask.Flask = build_dash_app(source, refresh_s=refresh_s, config=config,
                                          at=at, settings=settings, limits=limits,
-                                         refresh_budget_s=refresh_budget_s).server
+                                         refresh_budget_s=refresh_budget_s,
+                                         allowed_hosts=allowed_hosts).server
     return server
 
 
@@ -379,7 +441,9 @@ def _public_error(error: str | None) -> str | None:
     and the text is bounded."""
     if not error:
         return None
-    text = _USERINFO.sub("", error)
+    from collectors.errors import redact  # and any configured secret a server echoed
+
+    text = _USERINFO.sub("", redact(error))
     return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
 
 
@@ -420,12 +484,24 @@ def _register_shell_callbacks(app: dash.Dash, ctx: AppContext) -> None:
         return stale_banner_text(ctx.source)
 
 
+PROBE_PATHS = frozenset({"/livez", "/readyz", "/health"})
+"""The probe endpoints. ``queuelens serve`` runs them on threads of their own
+(:func:`dashboard.commands.serve.make_server`), so page callbacks waiting on a hung
+Prometheus, however many, never keep a probe waiting (issue 23 item 5)."""
+
+
 def _register_health(server: flask.Flask, ctx: AppContext) -> None:
+    def livez() -> flask.Response:
+        # liveness: this process answers; nothing else is looked at (no lock, no source)
+        return flask.jsonify({"status": "ok"})
+
     def health() -> flask.Response:
-        # liveness: 200 and "ok" while this server answers; the source's state is data
+        # readiness: 200 and "ok" while this server answers; the source's state is data
         return flask.jsonify({"status": "ok", "source": ctx.source_name,
                               **source_status(ctx.source)})
 
+    server.add_url_rule("/livez", "queuelens_livez", livez, methods=["GET"])
+    server.add_url_rule("/readyz", "queuelens_readyz", health, methods=["GET"])
     server.add_url_rule("/health", "queuelens_health", health, methods=["GET"])
 
 
@@ -440,6 +516,61 @@ def _register_metrics(server: flask.Flask, ctx: AppContext) -> None:
     server.add_url_rule("/metrics", "queuelens_metrics",
                         metrics_view(refresher, lambda: source_status(ctx.source)),
                         methods=["GET"])
+
+
+SECURITY_HEADERS = {
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+"""Sent with every answer: no page may frame the dashboard (clickjacking; a rebound name
+reading it through a frame), and no answer is sniffed into another type."""
+
+
+def host_name(header: str) -> str | None:
+    """The host name of a ``Host`` header, lower-case, without port or trailing dot
+    ('LocalHost.:8050' -> 'localhost', '[::1]:8050' -> '::1'); None when it is not one."""
+    text = header.strip().lower()
+    if text.startswith("["):
+        name, sep, rest = text[1:].partition("]")
+        if not sep or (rest and not re.fullmatch(r":\d{1,5}", rest)):
+            return None
+        return name or None
+    name, _, port = text.partition(":")
+    if port and not port.isdigit():
+        return None
+    name = name.rstrip(".")
+    return name if name and re.fullmatch(r"[a-z0-9._-]+", name) else None
+
+
+def _register_host_check(server: flask.Flask, allowed: Collection[str] | None) -> None:
+    """400 with one sentence for a request whose ``Host`` is not one of ``allowed``: a page
+    on another name rebound to this address (DNS rebinding) cannot read the dashboard.
+    ``/livez`` answers any host (it says only "ok"; probes come by pod address)."""
+    if allowed is None:
+        return
+    names = frozenset(n.strip().lower().strip("[]").rstrip(".") for n in allowed)
+
+    def check_host() -> flask.Response | None:
+        request = flask.request
+        if request.path == "/livez":
+            return None
+        if host_name(request.headers.get("Host", "")) in names:
+            return None
+        return flask.Response("This dashboard does not answer for that host name (queuelens "
+                              "serve --allowed-hosts lists the names it answers for).\n",
+                              status=400, mimetype="text/plain")
+
+    server.before_request(check_host)
+
+
+def _register_security_headers(server: flask.Flask) -> None:
+    def add_headers(response: flask.Response) -> flask.Response:
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    server.after_request(add_headers)
 
 
 def _register_too_large(server: flask.Flask, limits: ServerLimits) -> None:

@@ -21,6 +21,12 @@ from collectors.config import QueuelensConfig
 from collectors.types import Source
 from models.settings import AnalysisSettings
 
+MAX_REFRESH_S = 86400.0
+"""The longest live refresh period (1 day). Every page hands ``refresh_s`` to a browser
+``dcc.Interval`` in milliseconds, and a browser timer longer than 2^31−1 ms (24.8 days)
+overflows and fires at once, over and over (~105 callbacks a second per tab, issue 23 item 6);
+a dashboard read less than daily is no longer live, so the cap sits well below that limit."""
+
 TITLE_PREFIX = "queuelens — "
 """Every tab title starts with the app's name, then says what the tab shows."""
 MAX_TITLE_CHARS = 120

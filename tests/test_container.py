@@ -1,9 +1,9 @@
 """The container files, tested without a Docker engine.
 
 * The Dockerfile is parsed; its build stage is replayed (the same COPY list, ``pip wheel``),
-  the wheel is installed into a scratch directory, and its exact gunicorn CMD is started from
-  there (only the bind address changes) — so the image's command, app spec and packaged assets
-  are the ones that serve ``/health`` and ``/`` here. Its HEALTHCHECK command is run against it.
+  the wheel is installed into a scratch directory, and its exact CMD (``queuelens serve``) is
+  started from there (only the address changes) — so the image's command and packaged assets
+  are the ones that serve ``/livez`` and ``/`` here. Its HEALTHCHECK command is run against it.
 * docker-compose.yml: the exporter's command is run for real and scraped; the Prometheus config
   it mounts passes ``promtool check config`` with the generated rules; the dashboard is pointed
   at the Prometheus service.
@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -88,7 +89,7 @@ def dockerfile() -> list[Instruction]:
     return parse_dockerfile(DOCKERFILE.read_text())
 
 
-def gunicorn_cmd(instructions: list[Instruction]) -> list[str]:
+def image_cmd(instructions: list[Instruction]) -> list[str]:
     (cmd,) = final(instructions, "CMD")
     return exec_form(cmd.args)
 
@@ -102,14 +103,24 @@ def option(argv: list[str], name: str) -> str:
     raise AssertionError(f"{name} not in {argv}")
 
 
-def with_bind(argv: list[str], bind: str) -> list[str]:
+def with_address(argv: list[str], host: str, port: int) -> list[str]:
+    """The command with its ``--host`` and ``--port`` values replaced."""
     out = list(argv)
-    for i, arg in enumerate(out):
-        if arg in ("--bind", "-b"):
-            out[i + 1] = bind
-        elif arg.startswith("--bind="):
-            out[i] = f"--bind={bind}"
+    for name, value in (("--host", host), ("--port", str(port))):
+        for i, arg in enumerate(out):
+            if arg == name:
+                out[i + 1] = value
+            elif arg.startswith(name + "="):
+                out[i] = f"{name}={value}"
     return out
+
+
+def as_python(argv: list[str]) -> list[str]:
+    """``queuelens ARGS`` as ``python -m dashboard.cli ARGS`` (the console script's target)."""
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert argv[0] == "queuelens"
+    assert scripts["queuelens"] == "dashboard.cli:main"
+    return [sys.executable, "-m", "dashboard.cli", *argv[1:]]
 
 
 def free_port() -> int:
@@ -123,13 +134,12 @@ def free_port() -> int:
 
 
 def test_dockerfile_command_serves_the_app_factory(dockerfile: list[Instruction]) -> None:
-    argv = gunicorn_cmd(dockerfile)
-    assert argv[0] == "gunicorn"
-    assert argv[-1] == "dashboard.app:create_app()"
-    assert option(argv, "--bind") == f"0.0.0.0:{CONTAINER_PORT}"
-    # One worker process keeps one shared query cache; threads serve concurrent requests.
-    assert option(argv, "--workers") == "1"
-    assert int(option(argv, "--threads")) >= 2
+    argv = image_cmd(dockerfile)
+    # `queuelens serve`: one process (one shared query cache), threads, and waitress, which
+    # reads whole requests before a thread sees them (slow clients: issue 23)
+    assert argv[:2] == ["queuelens", "serve"]
+    assert option(argv, "--host") == "0.0.0.0"
+    assert option(argv, "--port") == str(CONTAINER_PORT)
 
 
 def test_dockerfile_is_multistage_slim_non_root(dockerfile: list[Instruction]) -> None:
@@ -151,13 +161,13 @@ def test_dockerfile_is_multistage_slim_non_root(dockerfile: list[Instruction]) -
             assert (REPO / src).exists(), f"COPY source {src} does not exist"
 
 
-def test_healthcheck_targets_health(dockerfile: list[Instruction]) -> None:
+def test_healthcheck_targets_liveness(dockerfile: list[Instruction]) -> None:
     (check,) = final(dockerfile, "HEALTHCHECK")
     options, _, command = check.args.partition("CMD ")
     assert "--interval=" in options
     assert "--timeout=" in options
     argv = exec_form(command)
-    assert f"http://127.0.0.1:{CONTAINER_PORT}/health" in " ".join(argv)
+    assert f"http://127.0.0.1:{CONTAINER_PORT}/livez" in " ".join(argv)
 
 
 # --- the image's command, really started --------------------------------------------------
@@ -207,30 +217,31 @@ def image_server(
     dockerfile: list[Instruction], installed_wheel: Path,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
-    """gunicorn with the Dockerfile's arguments (bind changed), run from outside the source
-    tree so only the installed wheel can provide the app."""
+    """The Dockerfile's command (address changed), run from outside the source tree so only
+    the installed wheel can provide the app."""
     port = free_port()
-    argv = with_bind(gunicorn_cmd(dockerfile), f"127.0.0.1:{port}")
+    argv = as_python(with_address(image_cmd(dockerfile), "127.0.0.1", port))
     home = tmp_path_factory.mktemp("home")
     env = {k: v for k, v in os.environ.items() if not k.startswith("QUEUELENS_")}
     env["PYTHONPATH"] = str(installed_wheel)
-    log_path = home / "gunicorn.log"
+    log_path = home / "serve.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", *argv], cwd=home, env=env,
+        proc = subprocess.Popen(argv, cwd=home, env=env,
                                 stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if proc.poll() is not None:
-                pytest.fail("gunicorn exited:\n" + log_path.read_text(errors="replace")[-3000:])
+                pytest.fail("the image command exited:\n"
+                            + log_path.read_text(errors="replace")[-3000:])
             try:
                 if requests.get(url + "/health", timeout=2).status_code == 200:
                     break
             except requests.RequestException:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"gunicorn not healthy within {START_TIMEOUT_S:g}s:\n"
+                pytest.fail(f"the image command not healthy within {START_TIMEOUT_S:g}s:\n"
                             + log_path.read_text(errors="replace")[-3000:])
             time.sleep(0.2)
         yield url

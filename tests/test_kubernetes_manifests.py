@@ -37,6 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 K8S = REPO / "deploy" / "kubernetes"
 RULE_FILE = K8S / "prometheusrule.yaml"
 HEALTH_PATH = "/health"
+LIVE_PATH = "/livez"
+READY_PATH = "/readyz"
 DOCKERFILE_UID = 10001
 RULE_HEADER = """\
 # Prometheus rules for controller work queues as a prometheus-operator PrometheusRule: the
@@ -223,7 +225,7 @@ def test_deployment_security() -> None:
 
 
 def test_writable_paths_are_empty_dirs() -> None:
-    """The app writes only /tmp (the export store, gunicorn's heartbeat) and the image's
+    """The app writes only /tmp (the export store) and the image's
     NUMBA_CACHE_DIR; with a read-only root filesystem both must be volumes."""
     deployment = by_kind("Deployment")
     pod = deployment["spec"]["template"]["spec"]
@@ -264,15 +266,18 @@ def test_serve_command_probes_and_ports() -> None:
     assert "pod network is the boundary" in (K8S / "deployment.yaml").read_text()
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
     assert ports == {"http": args.port}
-    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+    # liveness never looks at the source (issue 23 item 5); readiness reports it
+    paths = {"startupProbe": LIVE_PATH, "livenessProbe": LIVE_PATH,
+             "readinessProbe": READY_PATH}
+    for probe, path in paths.items():
         get = c[probe]["httpGet"]
-        assert get["path"] == HEALTH_PATH, probe
+        assert get["path"] == path, probe
         assert get["port"] in ("http", args.port), probe
-    # /health is the app's route
-    from dashboard.app import create_app
+    # they are the app's routes, served on the probe threads
+    from dashboard.app import PROBE_PATHS, create_app
 
     rules = {r.rule for r in create_app().url_map.iter_rules()}
-    assert HEALTH_PATH in rules
+    assert {LIVE_PATH, READY_PATH} <= rules & PROBE_PATHS
     # the Service and the NetworkPolicy serve that port
     service = by_kind("Service")
     assert service["spec"]["type"] == "ClusterIP"

@@ -1,8 +1,8 @@
 """The "Export report" control in real headless Chromium: a Dash background callback whose
 progress (each queue analysed, then rendered) shows while the button is disabled; the report
 downloads, and the downloaded HTML opens from file:// (offline) with its charts drawn; Cancel
-stops a running export (its job process is gone); and the same works under gunicorn
-(`queuelens serve`: one worker process with threads, the Dockerfile's settings)."""
+stops a running export (its job process is gone); and the same works under `queuelens serve`
+(one process with threads, waitress; as the Dockerfile runs it)."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ module, sys.argv = sys.argv[1], sys.argv[1:]
 runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
 """``python -c _SLOW_BOOT MODULE ARGS...`` runs ``python -m MODULE ARGS...`` with
-:func:`_slow_rendering`'s delay (gunicorn's worker and the export job inherit it)."""
+:func:`_slow_rendering`'s delay (the server and the export job inherit it)."""
 
 
 _SECTION_DRAWN = """
@@ -240,17 +240,23 @@ def _free_port() -> int:
 def _server_argv(kind: str, port: int) -> list[str]:
     if kind == "serve":
         return ["dashboard.cli", "serve", "--demo", "--port", str(port)]
-    from tests.test_container import DOCKERFILE, gunicorn_cmd, parse_dockerfile, with_bind
+    from tests.test_container import (
+        DOCKERFILE,
+        as_python,
+        image_cmd,
+        parse_dockerfile,
+        with_address,
+    )
 
-    return with_bind(gunicorn_cmd(parse_dockerfile(DOCKERFILE.read_text())),
-                     f"127.0.0.1:{port}")
+    return as_python(with_address(image_cmd(parse_dockerfile(DOCKERFILE.read_text())),
+                                  "127.0.0.1", port))[2:]
 
 
 @pytest.fixture(scope="module", params=["serve", "dockerfile-cmd"])
 def served_demo(request: pytest.FixtureRequest) -> Iterator[str]:
-    """gunicorn with one worker process and threads, started as `queuelens serve --demo`
-    (app built before the worker forks) and as the Dockerfile's CMD (app built in the
-    worker), on the demo fleet; each queue renders RENDER_DELAY_S slower (``_SLOW_BOOT``)."""
+    """`queuelens serve` (one process, threads), started as `queuelens serve --demo` and as
+    the Dockerfile's CMD, on the demo fleet; each queue renders RENDER_DELAY_S slower
+    (``_SLOW_BOOT``)."""
     port = _free_port()
     env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
     env.pop("QUEUELENS_PROMETHEUS_URL", None)
@@ -274,7 +280,7 @@ def served_demo(request: pytest.FixtureRequest) -> Iterator[str]:
         interrupt(proc)
 
 
-def test_export_under_gunicorn_shows_progress_and_downloads(
+def test_export_under_serve_shows_progress_and_downloads(
     browser: Browser, served_demo: str, tmp_path: Path
 ) -> None:
     names = DemoSource(seed=0).queue_names

@@ -25,7 +25,7 @@ HELP_ARGVS = [
 ]
 
 HEAVY = ("dash", "plotly", "pandas", "scipy", "prometheus_api_client", "requests", "flask",
-         "gunicorn", "simpy")
+         "gunicorn", "waitress", "simpy")
 
 # A fresh interpreter: this test process has imported everything already.
 _PROBE = """

@@ -1,4 +1,4 @@
-"""`queuelens serve --demo` as a real process: gunicorn on loopback, /health, no debug."""
+"""`queuelens serve --demo` as a real process: waitress on loopback, /health, no debug."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_serve_demo_answers_health_on_loopback_without_debug() -> None:
 
 
 def test_serve_on_a_port_in_use_is_one_line_and_exit_2() -> None:
-    """Bound before "serving …" is said: no gunicorn retries, no ERROR lines, no exit 1."""
+    """Bound before "serving …" is said: no server retries, no ERROR lines, no exit 1."""
     with socket.socket() as taken:
         taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         taken.bind(("127.0.0.1", 0))
@@ -86,7 +86,7 @@ def test_serve_on_a_port_in_use_is_one_line_and_exit_2() -> None:
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines() == [
         f"queuelens: error: cannot listen on 127.0.0.1:{port}: Address already in use"]
-    assert elapsed < 15  # gunicorn alone retries for 5 s before it gives up
+    assert elapsed < 15  # a server that retried its bind would take 5 s or more
 
 
 def test_serve_with_a_host_that_does_not_resolve_is_one_line_and_exit_2() -> None:
