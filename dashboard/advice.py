@@ -37,6 +37,7 @@ from models.advisor import (
 from models.measurements import QueueSnapshot, RangeData, Snapshot
 from models.plan import CapacityPlan, PlanRequest, plan_many
 from models.settings import AnalysisSettings
+from models.verdicts.screen import usable
 from models.whatif import WhatIfInputs, WhatIfResult, whatif_sweep
 
 # QueueHistory series -> RangeData signal names, first present wins.
@@ -194,8 +195,10 @@ def process_totals(
             groups[pk].append(q)
 
     def total(qs: list[QueueSnapshot], name: str) -> float | None:
-        vals = [getattr(q, name) for q in qs]
-        return None if any(v is None for v in vals) else float(sum(vals))
+        # a figure no queue can have (a negative rate) is one not measured: the process's
+        # sum is then unknown, for this process alone (models.verdicts.screen)
+        vals = [usable(getattr(q, name), name) for q in qs]
+        return None if any(v is None for v in vals) else float(sum(v or 0.0 for v in vals))
 
     return {
         pk: ProcessTotals(total(qs, "throughput_per_s"), total(qs, "busy_workers"),
@@ -327,12 +330,19 @@ def advise_data(
     # One batched call: the queueing models run vectorized over all queues at once.
     assessments = assess_many(requests, slo_wait_s=settings.slo_wait_s,
                               thresholds=settings.thresholds)
+    # The plans are built from what the advisor computed with: the figures without the
+    # impossible and implausible values it left out (models.verdicts.screen), which the
+    # warnings name, each once.
+    for a in assessments:
+        warnings += [p for p in a.problems if p not in warnings]
+    used = [a.signals or q for q, a in zip(chosen, assessments, strict=True)]
     plans = plan_many([
-        PlanRequest(q.queue, a, histories.get(q.queue), worker_count(q.workers),
-                    q.arrival_rate_per_s, framework, _one(q.labels.get("namespace")),
+        PlanRequest(q.queue, a, a.history if a.signals is not None else histories.get(q.queue),
+                    worker_count(u.workers), u.arrival_rate_per_s, framework,
+                    _one(q.labels.get("namespace")),
                     _one(q.labels.get("job")) or _one(q.labels.get("pod")),
-                    throughput_now_per_s=q.throughput_per_s)
-        for q, a in zip(chosen, assessments, strict=True)], settings)
+                    throughput_now_per_s=u.throughput_per_s)
+        for q, u, a in zip(chosen, used, assessments, strict=True)], settings)
     out = [QueueAdvice(q.queue, a.verdicts, dict(q.labels), p, q)
            for q, a, p in zip(chosen, assessments, plans, strict=True)]
     return FleetAdvice(

@@ -44,7 +44,8 @@ from models.contention import UslFit
 from models.errors import ModelInputError
 from models.measurements import QueueSnapshot
 from models.verdicts.batch import design_demands, prepare
-from models.verdicts.context import Ctx, check_options, new_context, worker_count
+from models.verdicts.context import Ctx, check_keys, check_options, new_context, worker_count
+from models.verdicts.fallback import unusable
 from models.verdicts.inputs import (
     CORE_FIELDS,
     HISTORY_FIELDS,
@@ -165,6 +166,14 @@ class Assessment:
     """The USL fit of (busy workers, throughput) over the range, when one was made."""
     notes: Mapping[str, str]
     """rule -> why it could not be evaluated (caveats of the plan)."""
+    problems: tuple[str, ...] = ()
+    """The queue's figures left out as impossible or implausible, one sentence each naming
+    the queue (:mod:`models.verdicts.screen`); the advice's warnings carry them."""
+    signals: QueueSnapshot | None = None
+    """The figures the queue was evaluated with (the snapshot without those left out); None
+    when not even they could be read."""
+    history: QueueHistory | None = None
+    """The history the queue was evaluated with (without the points left out)."""
 
 
 def advise_many(
@@ -199,31 +208,49 @@ def assess_many(
     notes the verdicts were made with (:class:`Assessment`)."""
     th = thresholds or AdvisorThresholds()
     check_options(slo_wait_s, client_qps)
-    ctxs: list[Ctx | ModelInputError] = []
+    for r in requests:  # the caller's options: a wrong one is the caller's error, raised
+        check_keys(r.keys)
+    ctxs: list[Ctx | ArithmeticError | ModelInputError] = []
     for r in requests:
         try:
-            ctxs.append(new_context(r.signals, r.history, th, slo_wait_s, r.keys, design=False))
-            ctxs[-1].poll_period_s = r.poll_period_s  # type: ignore[union-attr]
-        except ModelInputError as exc:  # raised in its turn below, as advise would
+            ctx = new_context(r.signals, r.history, th, slo_wait_s, r.keys, design=False)
+        except (ModelInputError, ArithmeticError) as exc:  # this queue's alone (below)
             ctxs.append(exc)
-    ready = [ctx for ctx in ctxs if isinstance(ctx, Ctx)]
+            continue
+        ctx.poll_period_s = r.poll_period_s
+        ctxs.append(ctx)
+    ready = [c for c in ctxs if isinstance(c, Ctx)]
     design_demands(ready)
     prepare(ready)
     out = []
-    for ctx, r in zip(ctxs, requests, strict=True):
-        if isinstance(ctx, ModelInputError):
-            raise ctx
-        verdicts = _evaluate(ctx, r.process, client_qps)
-        sizing: WhatIfInputs | None = None
-        table: WhatIfTable | None = None
-        if ctx.lam is not None and ctx.svc is not None and ctx.c is not None:
-            lam = ctx.lam_design if ctx.lam_design is not None else ctx.lam
-            sizing = sweep_inputs(ctx, lam)
-            table = ctx.sweeps.get(lam)
-        out.append(Assessment(
-            verdicts, sizing, table, ctx.usl if isinstance(ctx.usl, UslFit) else None,
-            dict(ctx.notes)))
+    for item, r in zip(ctxs, requests, strict=True):
+        try:
+            if not isinstance(item, Ctx):
+                raise item
+            out.append(_assessment(item, r, client_qps))
+        except (ModelInputError, ArithmeticError) as exc:
+            # one queue's figures the models cannot compute with (1e308 arrivals, a
+            # subnormal work time): that queue is not evaluated, the rest of the fleet is
+            ok = item if isinstance(item, Ctx) else None
+            problems = ok.problems if ok is not None else ()
+            out.append(Assessment((unusable(str(exc) or type(exc).__name__, problems),),
+                                  None, None, None, {"inputs": str(exc)}, problems=problems,
+                                  signals=ok.s if ok is not None else None,
+                                  history=ok.h if ok is not None else None))
     return out
+
+
+def _assessment(ctx: Ctx, r: AdviceRequest, client_qps: float | None) -> Assessment:
+    verdicts = _evaluate(ctx, r.process, client_qps)
+    sizing: WhatIfInputs | None = None
+    table: WhatIfTable | None = None
+    if ctx.lam is not None and ctx.svc is not None and ctx.c is not None:
+        lam = ctx.lam_design if ctx.lam_design is not None else ctx.lam
+        sizing = sweep_inputs(ctx, lam)
+        table = ctx.sweeps.get(lam)
+    return Assessment(
+        verdicts, sizing, table, ctx.usl if isinstance(ctx.usl, UslFit) else None,
+        dict(ctx.notes), problems=ctx.problems, signals=ctx.s, history=ctx.h)
 
 
 def _evaluate(ctx: Ctx, process: ProcessTotals | None, client_qps: float | None

@@ -456,6 +456,11 @@ class ContractReading:
     """False when every series has one sample (one scrape): "never changed" is not known."""
     queries: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    replicas: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Replica label (``replica``, ``prometheus_replica``, ``__replica__``, the configured
+    one) -> the values it has on the adds counters; only labels that have any."""
+    replica_label: str | None = None
+    """The label the reads deduplicate by (config ``profile.replica_label``), if any."""
 
 
 # --- the report ---------------------------------------------------------------------------
@@ -1521,6 +1526,7 @@ def _fleet_signals(ix: _Index, processes: Sequence[ProcessReport]) -> list[Signa
         if rest_only:
             fix = _PROVIDER_FIX[CONTROLLER_RUNTIME] + "\n" + fix
         out.append(_signal(sig, "missing", "; ".join(notes), fix, "workqueue_*"))
+    out.append(_replica_signal(r))
     api = ContractSignal("apiserver_series", ("apf_dispatched",), "cluster", ALL,
                          "API-server metrics in this Prometheus", ("api_server",),
                          SIGNAL_BY_ID["apiserver_metrics"].cost)
@@ -1534,14 +1540,70 @@ def _fleet_signals(ix: _Index, processes: Sequence[ProcessReport]) -> list[Signa
     return out
 
 
+REPLICA_COST = ("every rate, depth and busy-worker count of those queues reads that many times "
+                "the truth: utilization above 100 %, a stable worker count judged unstable, "
+                "recommendations sized for a load that does not exist")
+
+
+def _replica_signal(r: ContractReading) -> SignalReport:
+    """Whether each queue's series are stored once per process (issue 23 §3). An adds
+    counter counted more than once per queue and process (``Presence.series``) is a copy
+    that differs only in a label the reads do not group by — two servers of an HA pair read
+    through one endpoint without deduplication, which every ``sum by`` adds up; the replica
+    labels' values (:attr:`ContractReading.replicas`) name the label when it is a usual one.
+    Copies told apart by the configured :attr:`ContractReading.replica_label` are ok: the
+    reads keep one of each."""
+    sig = ContractSignal("replica_copies", ("adds",), "process", ALL,
+                         "each series stored once (no HA pair read without deduplication)",
+                         CONTRACT_SIGNALS[0].needs, REPLICA_COST)
+    adds = r.names.get("adds")
+    counts = [(p.queue or p.controller, p.series) for p in r.present
+              if p.sample == adds and p.series > 1]
+    dedupe = r.replica_label
+    kept = len(r.replicas.get(dedupe, ())) if dedupe else 0
+    copies = max((n for _, n in counts), default=1)
+    if dedupe and kept > 1 and copies <= kept:
+        told = _listed(f"{dedupe}={v!r}" for v in r.replicas[dedupe])
+        return _signal(sig, "ok", f"{kept} replicas ({told}), read once each "
+                       f"(profile.replica_label: {dedupe})", None, adds or "workqueue_*")
+    if not counts:
+        return _signal(sig, "ok", "each queue's series are stored once per process", None,
+                       adds or "workqueue_*")
+    queues = sorted({q for q, _ in counts if q})
+    where = (f"the adds counters of {len(queues)} queue{'s' if len(queues) != 1 else ''} "
+             f"({_listed(queues)}) are stored {copies} "
+             "times per process")
+    split = [(lb, vals) for lb, vals in sorted(r.replicas.items())
+             if len(vals) > 1 and lb != dedupe]
+    if split:
+        label, values = split[0]
+        detail = (f"{where}, told apart by {_listed(f'{label}={v!r}' for v in values[:4])}: "
+                  "the replicas of a Prometheus HA pair read through one endpoint without "
+                  "deduplication")
+        fix = (f"set profile.replica_label: {label} in the queuelens config (each series is "
+               "then read once, max without that label), or deduplicate at the endpoint "
+               f"(Thanos Query --query.replica-label={label}; Mimir's HA tracker)")
+    else:
+        detail = (f"{where}, told apart by a label queuelens does not group by (an HA pair "
+                  "without deduplication, or two scrape jobs of the same target)")
+        fix = ("find the label the copies differ in (count by (__name__, <every label>) of "
+               "one queue's adds counter) and set profile.replica_label to it, or scrape each "
+               "target once")
+    return _signal(sig, "malformed", detail, fix, adds or "workqueue_*")
+
+
 def diagnose(reading: ContractReading) -> DoctorReport:
     """The doctor's report of a reading: per process, what was detected and the status of
     every signal of the contract that applies to it, with what it costs and the fix."""
     ix = _Index(reading)
     processes = tuple(_process_report(ix, key) for key in ix.processes())
     fleet = _fleet_signals(ix, processes)
+    summary = _summary(reading, processes)
+    twice = [s for s in fleet if s.signal == "replica_copies" and s.status != "ok"]
+    if twice:
+        summary += f" But {twice[0].detail}: every number of theirs is inflated."
     return DoctorReport(source=reading.source, at=reading.at, range_s=reading.range_s,
-                        selector=reading.selector, summary=_summary(reading, processes),
+                        selector=reading.selector, summary=summary,
                         processes=processes, signals=tuple(fleet), queries=reading.queries,
                         warnings=reading.warnings)
 

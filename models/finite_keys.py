@@ -56,7 +56,7 @@ import numpy.typing as npt
 from scipy.special import gammaincc, gammaln
 
 from models.errors import ModelInputError
-from models.limits import FINITE_KEYS_MAX, FINITE_KEYS_MAX_CELLS
+from models.limits import FINITE_KEYS_MAX, FINITE_KEYS_MAX_CELLS, MAX_WORKERS
 from models.queueing import check_quantile
 
 FloatArray = npt.NDArray[np.float64]
@@ -118,6 +118,9 @@ def _workers(workers: npt.ArrayLike) -> npt.NDArray[np.int64]:
         raise ModelInputError("worker counts must be whole numbers.")
     if np.any(raw < 1):
         raise ModelInputError("worker count must be at least 1.")
+    if np.any(raw > MAX_WORKERS):
+        raise ModelInputError(f"at most {MAX_WORKERS:,} workers can be modelled, got "
+                              f"{raw.max():.6g}.")
     return raw.astype(np.int64)
 
 

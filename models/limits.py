@@ -46,6 +46,22 @@ shared in order: a hard stop, about 1.5 s at most (25 million steps took 1.3 s; 
 only per-key arrays and its rate bins, so memory does not grow with steps: 4 MB). 1,000 keys
 failing for 15 minutes against a 1 s cap take about 5 million."""
 
+# --- the queueing models' worker counts -----------------------------------------------------
+
+MAX_WORKERS = 10_000
+"""Largest worker count c the queueing models compute with: the Erlang B/C recursion
+(:mod:`models.queueing`), the mean-value analysis of a shared ceiling
+(:mod:`models.bindings.ceiling`), the finite-key model and every what-if sweep run one step
+per worker, so their time and memory grow linearly with c (1e7 measured workers took 42.5 s
+per queue, 1e12 would never end). A typed range above it is refused (``whatif --workers``); a
+worker count *measured* above it (``controller_runtime_max_concurrent_reconciles``) or
+*configured* above it (``profile.workers``) is refused for that queue
+(:mod:`models.verdicts.screen`): the queue is judged without a worker count, with a sentence
+naming the queue and the value, and the rest of the fleet is evaluated as usual. No
+controller runs 10,000 concurrent reconciles (controller-runtime's default is 1, kube-
+controller-manager's largest default 50); the 10,000 × 64 fleet sweep of
+benchmarks/bench_erlang.py stays within it."""
+
 # --- the finite-key model (M/M/c//K) ------------------------------------------------------------
 
 FINITE_KEYS_MAX = 10_000_000

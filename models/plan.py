@@ -57,6 +57,7 @@ from models.flowschema import flowschema_manifest
 from models.formatting import number_text
 from models.options import Option
 from models.settings import AnalysisSettings
+from models.verdicts.fallback import unusable
 from models.verdicts.kinds import Kind
 from models.verdicts.registry import headline as rule_headline
 from models.whatif import WhatIfInputs, WhatIfTable, whatif_tables
@@ -286,7 +287,7 @@ def plan_many(requests: Sequence[PlanRequest], settings: AnalysisSettings
     """The plan of every queue; the band sweeps of all queues in one vectorized call."""
     band_inputs: list[WhatIfInputs] = []
     band_of: list[tuple[int, int] | None] = []
-    limits = [_limit(r, settings) for r in requests]
+    limits = [_safe_limit(r, settings) for r in requests]
     for r, lim in zip(requests, limits, strict=True):
         lo_hi = _band_demands(r)
         sizing = lim.sizing.inputs if lim.sizing is not None else None
@@ -297,15 +298,37 @@ def plan_many(requests: Sequence[PlanRequest], settings: AnalysisSettings
         band_inputs += [replace(sizing, arrival_rate_per_s=lo_hi[0]),
                         replace(sizing, arrival_rate_per_s=lo_hi[1])]
         band_of.append((start, start + 1))
+    tables: list[WhatIfTable | None]
     try:
-        tables = whatif_tables(band_inputs) if band_inputs else []
-    except ModelInputError:
-        tables, band_of = [], [None] * len(requests)
+        tables = list(whatif_tables(band_inputs)) if band_inputs else []
+    except ModelInputError:  # rare (absurd inputs): queue by queue, the others keep theirs
+        tables = []
+        for inp in band_inputs:
+            try:
+                tables.append(whatif_tables([inp])[0])
+            except ModelInputError:
+                tables.append(None)
     out = []
     for r, lim, idx in zip(requests, limits, band_of, strict=True):
-        band = (tables[idx[0]], tables[idx[1]]) if idx is not None and tables else None
-        out.append(_plan(r, settings, band, lim))
+        lo, hi = (tables[idx[0]], tables[idx[1]]) if idx is not None else (None, None)
+        band = (lo, hi) if lo is not None and hi is not None else None
+        try:
+            out.append(_plan(r, settings, band, lim))
+        except (ModelInputError, ArithmeticError) as exc:
+            # one queue's figures the models cannot compute with: its plan says so, the
+            # other queues' plans are built as usual
+            out.append(_unusable_plan(r, settings, exc))
     return out
+
+
+def _unusable_plan(r: PlanRequest, settings: AnalysisSettings, exc: Exception
+                   ) -> CapacityPlan:
+    """The plan of a queue whose plan could not be computed: no count, and why."""
+    reason = str(exc) or type(exc).__name__
+    a = Assessment((unusable(reason, r.assessment.problems),), None, None, None,
+                   {**r.assessment.notes, "plan": reason}, problems=r.assessment.problems)
+    return _plan(replace(r, assessment=a, history=None), settings, None,
+                 _Limit("none", None, None, None))
 
 
 @dataclass(frozen=True)
@@ -332,6 +355,17 @@ def _limit(r: PlanRequest, settings: AnalysisSettings) -> _Limit:
                               contention.evidence if contention is not None else None,
                               r.history, fit, r.throughput_now_per_s)
     return _Limit(binding, contention, fit, sizing)
+
+
+def _safe_limit(r: PlanRequest, settings: AnalysisSettings) -> _Limit:
+    """:func:`_limit`, or the plain sweep's (no ceiling, no curve) when the limit's model
+    cannot compute with this queue's figures."""
+    try:
+        return _limit(r, settings)
+    except (ModelInputError, ArithmeticError):
+        sizing = r.assessment.sizing
+        return _Limit(_binding(r.assessment.verdicts), None, None,
+                      LimitSizing(sizing, None, None, "") if sizing is not None else None)
 
 
 def _band_demands(r: PlanRequest) -> tuple[float, float] | None:

@@ -13,6 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from models.errors import ModelInputError
+from models.formatting import sig
+from models.limits import MAX_WORKERS
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,9 @@ def _as_workers(value: npt.ArrayLike) -> IntArray:
         raise ModelInputError("worker count must be a whole number.")
     if np.any(raw < 1):
         raise ModelInputError("worker count must be at least 1.")
+    if np.any(raw > MAX_WORKERS):
+        raise ModelInputError(f"at most {MAX_WORKERS:,} workers can be modelled (the Erlang "
+                              f"recursion runs one step per worker), got {sig(raw.max())}.")
     return raw.astype(np.int64)
 
 
@@ -134,6 +139,9 @@ def erlang_b_table(offered_load: npt.ArrayLike, max_workers: int) -> FloatArray:
     a = _as_float_array("offered load", offered_load, positive=False)
     if max_workers < 0:
         raise ModelInputError("max_workers must be non-negative.")
+    if max_workers > MAX_WORKERS:
+        raise ModelInputError(f"at most {MAX_WORKERS:,} workers can be modelled, got "
+                              f"{max_workers!r}.")
     # k is the last axis so that picking each element's own worker count reads memory in order.
     table = np.empty((*a.shape, max_workers + 1), dtype=np.float64)
     b = np.ones_like(a)

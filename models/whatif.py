@@ -43,9 +43,8 @@ from models.errors import ModelInputError
 from models.finite_keys import finite_keys_sweep, finite_keys_wait_quantile
 from models.formatting import number_text, sig
 from models.limits import FINITE_KEYS_MAX
+from models.limits import MAX_WORKERS as MAX_WORKERS  # the one limit, re-exported
 from models.queueing import ggc_wait, wait_quantile_from_atom
-
-MAX_WORKERS = 10_000
 
 CEILING_MIN_PER_S = 1e-6
 """The smallest shared ceiling a sweep takes: below it the pass times overflow to infinity

@@ -78,10 +78,14 @@ def register(subparsers: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from dashboard.numbers import number_text
-    from models.retry import healthy_impact, policy_variants, retry_storm
+    from models.retry import check_storm_budget, healthy_impact, policy_variants, retry_storm
 
     policy = retry_policy_from(args)
     variants = policy_variants(policy)
+    # every variant's limit before any of them runs (an over-limit fourth variant was refused
+    # after the first three had computed for a minute)
+    check_storm_budget(args.keys, [pol for _, pol in variants], args.outage, args.attempt_time,
+                       horizon_s=args.horizon, bin_s=args.bin)
     results: list[dict[str, Any]] = []
     rows = []
     storms = []

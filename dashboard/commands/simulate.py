@@ -151,8 +151,12 @@ MAX_KEYS = 2**62
 the key count)."""
 MAX_WORKERS = 1_000_000
 """--workers: the simulator's counters are 64-bit; no controller runs a million workers."""
-MAX_TRACE_EVENTS = 10_000_000
-"""--trace: 32 bytes an event kept, so at most 320 MB."""
+MAX_TRACE_EVENTS = 200_000
+"""--trace: most events kept. Measured (issue 23): each traced event costs about 1.7 KB at
+its peak — the loop's row, its :class:`models.simulate.SimEvent`, its JSON object and its
+text — 200,000 events raised the peak RSS from 175 MB to 506 MB (22.6 MB of JSON), so at
+most about 350 MB above the run itself (the earlier 10,000,000 cap, stated as 320 MB, was
+about 17 GB). Only ``--format json`` prints the trace; the table and CSV do not compute it."""
 MAX_QPS = 1e12
 """--global-qps / --dependency-qps / --api-qps: a token bucket refilled faster than this is no
 limit; its default burst (10 s or 1 s of tokens) stays a finite whole number."""
@@ -396,7 +400,9 @@ def register(subparsers: Any) -> None:
                      help="random seed, 0 to 2^64 − 1 (default 0)")
     run.add_argument("--trace", type=bounded_int(MAX_TRACE_EVENTS, minimum=0), default=0,
                      metavar="N",
-                     help="keep the first N events as a per-event log (JSON: 'trace')")
+                     help=f"keep the first N events as a per-event log, at most "
+                          f"{MAX_TRACE_EVENTS:,} (--format json only: 'trace'; the table and "
+                          "CSV do not print it, and do not compute it)")
     add_format_argument(parser, ("table", "json", "csv"))
     om = parser.add_argument_group(
         "scraped metrics (OpenMetrics for `promtool tsdb create-blocks-from openmetrics`)")
@@ -697,7 +703,7 @@ def handle(args: argparse.Namespace) -> int:
                 retry=policy,
                 dependency_qps=args.dependency_qps,
                 warmup_s=args.warmup,
-                trace_limit=args.trace,
+                trace_limit=args.trace if args.format == "json" else 0,
                 progress=progress,
                 hot_key_share=args.hot_key_share,
                 lock_fraction=args.lock_fraction,
@@ -763,7 +769,10 @@ def handle(args: argparse.Namespace) -> int:
     }
     rows = [{"metric": label, "value": payload.get(name)} for name, label, when in _ROWS
             if when is None or on[when]]
-    emit(args.format, payload, rows, COLUMNS, header=_header(args, policy, rate_mean))
+    footer = ("--trace: the per-event log is printed with --format json only; it was not "
+              "computed" if args.trace and args.format != "json" else "")
+    emit(args.format, payload, rows, COLUMNS, header=_header(args, policy, rate_mean),
+         footer=footer)
     return 0
 
 

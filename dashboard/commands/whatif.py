@@ -326,6 +326,7 @@ def _live(args: argparse.Namespace) -> int:
     rec = plan.recommended_workers
     footer = (f"recommendation (as advise): {rec if rec is not None else 'no worker count'} "
               f"— {recommendation['reason']}")
+    footer += "".join(f"\nwarning: {w}" for w in found.advice.warnings)
     columns = LIVE_COLUMNS if args.format != "table" else COLUMNS
     emit(args.format, payload, rows, columns, header=header, footer=footer)
     return 0

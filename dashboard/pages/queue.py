@@ -70,6 +70,7 @@ from models.measurements import QueueSnapshot, RangeData
 from models.plan import CapacityPlan
 from models.queueing import erlang_c, erlang_c_wait_quantile
 from models.settings import AnalysisSettings
+from models.verdicts.screen import screen
 
 PATH_TEMPLATE = "/queue/<name>"
 
@@ -398,9 +399,13 @@ def queue_view(source: Source | None, name: str, range_key: str, now: float,
         shown = ", ".join(known[:12]) + (" …" if len(known) > 12 else "")
         return QueueView(name, f"There is no queue named “{name}” in {snap.source}. "
                                f"Known queues: {shown or 'none'}.")
-    q = found[0]
+    # the queue's figures without the impossible and implausible ones (a worker count of
+    # 1e12 would keep the M/M/c estimate's recursion running for ever), each named once
+    screened = screen(found[0])
+    q = screened.signals
     step = range_step(range_s)
     warnings = list(snap.warnings)
+    warnings += [p for p in screened.problems if p not in warnings]
     rng: RangeData | None = None
     try:
         rng = source.range(now - range_s, now, step, [name])

@@ -49,6 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from models.errors import ModelInputError
+from models.limits import MAX_WORKERS
 
 __all__ = ["CeilingModel", "closed_throughput", "fit_at_edge", "fit_ceiling"]
 
@@ -61,6 +62,9 @@ def closed_throughput(workers_max: int, delay_s: float, demand_s: float,
     """X(n) for n = 1 … ``workers_max`` of the closed network above (MVA), items/s."""
     if workers_max < 1:
         raise ModelInputError(f"the worker count must be at least 1, got {workers_max!r}.")
+    if workers_max > MAX_WORKERS:  # the analysis runs one step per worker
+        raise ModelInputError(f"at most {MAX_WORKERS:,} workers can be modelled, got "
+                              f"{workers_max!r}.")
     xs = _mva(workers_max, np.array([delay_s]), np.array([demand_s]), station_cv2)
     out: FloatArray = xs[1:, 0]
     return out

@@ -18,6 +18,7 @@ from models.contention import UslFit
 from models.errors import ModelInputError
 from models.measurements import QueueSnapshot
 from models.verdicts.inputs import FloatArray, ProcessTotals, QueueHistory
+from models.verdicts.screen import screen
 from models.verdicts.thresholds import AdvisorThresholds
 from models.verdicts.verdict import num
 from models.whatif import WhatIfTable
@@ -68,6 +69,9 @@ class Ctx:
     """The client's configured QPS limit, if known, for the API ceiling."""
     poll_period_s: float | None = None
     """The ``RequeueAfter`` period the controller asks for, if known (the polling check)."""
+    problems: tuple[str, ...] = ()
+    """The figures left out as impossible or implausible, one sentence each naming the queue
+    (:mod:`models.verdicts.screen`)."""
 
     def process_totals(self) -> ProcessTotals:
         """:attr:`process`, or this queue alone as its process."""
@@ -78,13 +82,20 @@ class Ctx:
 
 def new_context(signals: QueueSnapshot, history: QueueHistory | None, th: AdvisorThresholds,
                 slo_wait_s: float, keys: int | None, *, design: bool = True) -> Ctx:
+    """The context of one queue, from its figures without the impossible and implausible
+    ones (:func:`models.verdicts.screen.screen`: each is left out with a sentence, in
+    :attr:`Ctx.problems` and the ``inputs`` note)."""
     check_keys(keys)
+    screened = screen(signals, history)
+    signals, history = screened.signals, screened.history
     lam = num(signals.arrival_rate_per_s)
     svc = num(signals.service_mean_s)
     c = worker_count(signals.workers)
-    ctx = Ctx(signals, history, th, float(slo_wait_s), keys, lam, svc, c, None, {})
-    if lam is not None and lam < 0:
-        raise ModelInputError(f"the arrival rate must not be negative, got {lam!r}.")
+    ctx = Ctx(signals, history, th, float(slo_wait_s), keys, lam, svc, c, None, {},
+              problems=screened.problems)
+    if screened.problems:
+        prefix = f"{signals.queue}: "
+        ctx.notes["inputs"] = "; ".join(p.removeprefix(prefix) for p in screened.problems)
     if svc is not None and svc <= 0:
         ctx.svc = svc = None
     if design:

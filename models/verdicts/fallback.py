@@ -13,7 +13,7 @@ from models.verdicts.sizing import observed_wait_vs_slo, wait_p95_text
 from models.verdicts.verdict import Kind, Verdict, fmt_s, make_verdict, num
 
 __all__ = ["core_missing", "healthy", "healthy_headline", "insufficient",
-           "insufficient_headline"]
+           "insufficient_headline", "unusable"]
 
 
 def core_missing(ctx: Ctx) -> list[str]:
@@ -80,3 +80,17 @@ def insufficient_headline(evidence: Mapping[str, Any], recommendation: Mapping[s
 
 def healthy_headline(evidence: Mapping[str, Any], recommendation: Mapping[str, Any]) -> str:
     return "Healthy: no change needed"
+
+
+def unusable(reason: str, problems: tuple[str, ...] = ()) -> Verdict:
+    """The one verdict of a queue whose figures the models could not compute with (an error
+    of one queue's arithmetic, never the fleet's): not enough usable data, and why."""
+    return make_verdict(
+        Kind.INSUFFICIENT_DATA, "warning",
+        f"Not enough usable data to evaluate this queue: {reason.rstrip('.')}.",
+        {"missing": {}, "error": reason, "problems": list(problems)},
+        {"action": "collect_metrics",
+         "steps": ["check the queue's series (and the config's values for it): the figures "
+                   "named above cannot be computed with"]},
+        0.9, insufficient_headline,
+    )

@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 
 from models.histogram import classify_quantile
+from models.limits import MAX_WORKERS
 from models.measurements import QueueSnapshot
 from models.queueing import erlang_c
 from models.verdicts.context import Ctx, core_inputs
 from models.verdicts.verdict import fmt_s, num
-from models.whatif import MAX_WORKERS, WhatIfInputs, WhatIfRow, WhatIfTable, whatif_tables
+from models.whatif import WhatIfInputs, WhatIfRow, WhatIfTable, whatif_tables
 
 __all__ = [
     "mmc_wait",

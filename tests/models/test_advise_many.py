@@ -126,28 +126,34 @@ def test_same_verdicts_as_advise_on_the_demo_fleet() -> None:
     assert {"add_workers", "over_provisioned", "hot_key"} <= kinds
 
 
-def test_errors_are_those_of_advise_in_queue_order() -> None:
+def test_one_queues_bad_figures_are_that_queues_alone() -> None:
+    """Issue 23 item 13: a negative arrival rate (or figures the models cannot compute with)
+    of one queue once stopped the whole batch with an error naming no queue; now that queue
+    is flagged by name and the others get the verdicts they get alone. A wrong option of the
+    caller (a key count of 0) is still the caller's error."""
     good = AdviceRequest(QueueSnapshot(queue="ok", arrival_rate_per_s=1.0, service_mean_s=0.1,
                                        workers=2.0))
     negative = AdviceRequest(QueueSnapshot(queue="neg", arrival_rate_per_s=-1.0))
     bad_keys = AdviceRequest(QueueSnapshot(queue="k"), keys=0)
-    with pytest.raises(ModelInputError) as one:
-        advise(negative.signals)
-    with pytest.raises(ModelInputError) as many:
-        advise_many([good, negative, bad_keys])
-    assert str(many.value) == str(one.value)
+    alone = advise(good.signals)
+    (neg,) = advise(negative.signals)
+    assert neg.kind == "insufficient_data"
+    assert "arrival_rate_per_s is -1" in neg.summary
+    batch = advise_many([good, negative])
+    assert as_json(batch[0]) == as_json(alone)
+    assert as_json(batch[1]) == as_json((neg,))
     with pytest.raises(ModelInputError, match="key count"):
         advise_many([good, bad_keys, negative])
-    # Absurd but finite figures: the batch leaves them to the per-queue path, which fails
-    # the way advise fails.
+    # Absurd but finite figures: advise (one queue) fails; the batch flags that queue alone.
     for lam, svc in ((1e308, 10.0), (5.0, 1e-310)):
         odd = QueueSnapshot(queue="odd", arrival_rate_per_s=lam, service_mean_s=svc,
                             workers=2.0, depth_mean=1.0, queue_wait_mean_s=1.0)
         with pytest.raises((ModelInputError, OverflowError)) as one:
             advise(odd)
-        with pytest.raises(type(one.value)) as many:
-            advise_many([good, AdviceRequest(odd)])
-        assert str(many.value) == str(one.value)
+        good_out, odd_out = advise_many([good, AdviceRequest(odd)])
+        assert as_json(good_out) == as_json(alone)
+        assert [v.kind for v in odd_out] == ["insufficient_data"]
+        assert str(one.value).rstrip(".") in odd_out[0].summary
     with pytest.raises(ModelInputError, match="SLO"):
         advise_many([good], slo_wait_s=0.0)
     assert advise_many([]) == []
