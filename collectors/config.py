@@ -18,6 +18,8 @@ Environment variables::
     QUEUELENS_PROMETHEUS_TIMEOUT      time limit of each query, and of a whole command (30s, 2m
                                       or seconds)
     QUEUELENS_PROMETHEUS_MAX_RESPONSE_BYTES   largest answer accepted (64MiB, 200MB or bytes)
+    QUEUELENS_PROMETHEUS_MAX_SERIES   most series one answer may hold (250000)
+    QUEUELENS_PROMETHEUS_MAX_QUEUES   most queues one read may hold (20000)
 
 Every value that ends up in an HTTP header (extra headers, the bearer token) is checked here,
 where its origin is known, so a line break or a character outside Latin-1 is reported as the
@@ -27,8 +29,10 @@ configuration problem it is — ``requests`` would raise ``InvalidHeader`` and `
 
 from __future__ import annotations
 
+import base64
 import os
 import re
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -68,6 +72,18 @@ MAX_RETRIES = 10
 MAX_PARALLELISM = 64
 """Caps of ``prometheus.retries`` and ``prometheus.parallelism`` (threads and connections per
 read)."""
+DEFAULT_MAX_SERIES = 250_000
+"""Most series one answer may hold (``prometheus.max_series``): the measured 10,000-queue
+fleet's largest answer is a bucket query of 110,000 series (11 buckets a queue); this is a
+little over twice that. Counted in the body before it is decoded
+(:mod:`collectors.prom_client`): a 100,000-series answer of 5 MB cost 107 s and 3.7 GB of
+RSS to decode and model, 1.1 million series 11.4 GB (issue 23 §4)."""
+DEFAULT_MAX_QUEUES = 20_000
+"""Most queues one read may hold (``prometheus.max_queues``): twice the measured
+10,000-queue fleet (whose reads take ~40 s on two cores; the dashboard's refresh budget is
+30 s at 10,000). Counted on the topology answer before any queue is modelled."""
+MAX_SERIES_RANGE = (1, 100_000_000)
+"""``max_series`` and ``max_queues`` must lie in [1, 10⁸]: the caps themselves are capped."""
 MAX_RESPONSE_BYTES_RANGE = (2**10, 2**34)
 """``max_response_bytes`` must lie in [1 KiB, 16 GiB]: the cap itself is capped."""
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*\Z", re.IGNORECASE)
@@ -76,13 +92,34 @@ _SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 10**6, "mb": 10**6, "g
                "gib": 2**30, "tib": 2**40, "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
 
 
+MAX_SHOWN_CHARS = 80
+"""Characters of a configured value quoted in a message (:func:`_shown`)."""
+_EXCERPT = reprlib.Repr()
+_EXCERPT.maxlevel = 2
+_EXCERPT.maxtuple = _EXCERPT.maxlist = _EXCERPT.maxdict = _EXCERPT.maxset = 4
+_EXCERPT.maxstring = _EXCERPT.maxother = MAX_SHOWN_CHARS
+_EXCERPT.maxlong = 40
+
+
+def _shown(value: Any) -> str:
+    """A bounded excerpt of a configured value for a message: ``repr`` at most two levels
+    deep, four items and :data:`MAX_SHOWN_CHARS` characters (``reprlib`` looks at no more than
+    it prints), so a huge list or string in the config costs a short sentence."""
+    return _clip(_EXCERPT.repr(value))
+
+
+def _clip(text: str) -> str:
+    """``text`` cut to :data:`MAX_SHOWN_CHARS` characters (an ``…`` says it was)."""
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS - 1] + "…"
+
+
 def parse_size(value: Any, where: str) -> int:
     """A byte count: a whole number, or a number with a unit (``64MiB``, ``200MB``, ``1GiB``;
     ``KiB/MiB/GiB`` are powers of 1024, ``KB/MB/GB`` of 1000), within
     :data:`MAX_RESPONSE_BYTES_RANGE`."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ConfigError(f"{where}: expected a size like 64MiB or a number of bytes, "
-                          f"got {value!r}")
+                          f"got {_shown(value)}")
     if isinstance(value, int | float):
         number, unit = float(value), ""
     else:
@@ -94,7 +131,7 @@ def parse_size(value: Any, where: str) -> int:
     size = number * _SIZE_UNITS[unit]
     lo, hi = MAX_RESPONSE_BYTES_RANGE
     if not lo <= size <= hi:
-        raise ConfigError(f"{where}: must be between 1KiB and 16GiB, got {value!r}")
+        raise ConfigError(f"{where}: must be between 1KiB and 16GiB, got {_shown(value)}")
     return int(size)
 
 
@@ -120,13 +157,13 @@ def check_header_value(name: str, value: str, where: str) -> str:
                        "header value cannot carry; use ASCII (percent-encode the rest)")
         else:
             return value
-    raise ConfigError(f"{where}: the value of header {name!r} {problem}")
+    raise ConfigError(f"{where}: the value of header {_shown(name)} {problem}")
 
 
 def parse_duration_s(value: Any, where: str) -> float:
     """A YAML/env duration ('30s', '5m', '1h30m', '250ms' or a number of seconds) -> seconds."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ConfigError(f"{where}: expected a duration like 30s or 5m, got {value!r}")
+        raise ConfigError(f"{where}: expected a duration like 30s or 5m, got {_shown(value)}")
     try:
         return parse_duration(str(value))
     except ValueError as exc:
@@ -162,11 +199,31 @@ class ConnectionSettings:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     """The largest answer (decoded body) accepted, checked against Content-Length and while
     the body streams in (:data:`DEFAULT_MAX_RESPONSE_BYTES`)."""
+    max_series: int = DEFAULT_MAX_SERIES
+    """The most series one answer may hold (:data:`DEFAULT_MAX_SERIES`)."""
+    max_queues: int = DEFAULT_MAX_QUEUES
+    """The most queues one read may hold (:data:`DEFAULT_MAX_QUEUES`)."""
 
     @property
     def display_url(self) -> str:
         """The URL for messages and ``Snapshot.source``: never carries credentials."""
         return self.url
+
+    def secrets(self) -> tuple[str, ...]:
+        """What no message may show (:func:`collectors.errors.redact`): the bearer token, the
+        password, the Base64 ``user:password`` of basic auth, every extra header's value."""
+        out = [self.token or "", self.password or "",
+               *(v for k, v in self.headers.items() if k.lower() not in PUBLIC_HEADERS)]
+        if self.username and self.password:
+            out.append(base64.b64encode(
+                f"{self.username}:{self.password}".encode()).decode("ascii"))
+        return tuple(v for v in out if v)
+
+
+PUBLIC_HEADERS = frozenset({"x-scope-orgid", "accept", "accept-encoding", "user-agent"})
+"""Configured headers whose values are not secrets and are not redacted from messages: the
+Mimir / Cortex / Loki tenant (a tenant ``prod`` redacted would turn a queue ``prod-x`` into
+``[redacted]-x`` in every warning) and content negotiation."""
 
 
 @dataclass(frozen=True)
@@ -202,8 +259,8 @@ def split_url(url: str, where: str = "Prometheus URL") -> tuple[str, str | None,
         host_end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
         if "@" not in rest[:host_end]:
             raise ConfigError(
-                f"{where} {shown!r} has a '/', '?' or '#' before its '@': a user:password part "
-                "must percent-encode them (%2F, %3F, %23; '@' in a path is %40), or give the "
+                f"{where} {_shown(shown)} has a '/', '?' or '#' before its '@': a user:password "
+                "part must percent-encode them (%2F, %3F, %23; '@' in a path is %40), or give the "
                 "credentials as QUEUELENS_PROMETHEUS_USER and QUEUELENS_PROMETHEUS_PASSWORD"
             )
     try:
@@ -213,20 +270,20 @@ def split_url(url: str, where: str = "Prometheus URL") -> tuple[str, str | None,
         problem = ("an unmatched '[' or ']': brackets only enclose an IPv6 address, write "
                    "them as %5B and %5D elsewhere" if "IPv6" in str(exc)
                    else "a character that cannot appear there")
-        raise ConfigError(f"{where} {shown!r} is not a valid URL ({problem})") from None
+        raise ConfigError(f"{where} {_shown(shown)} is not a valid URL ({problem})") from None
     if parts.scheme not in ("http", "https") or not hostname:
         raise ConfigError(
-            f"{where} {shown!r} must be an http:// or https:// URL with a host"
+            f"{where} {_shown(shown)} must be an http:// or https:// URL with a host"
         )
     if parts.query or parts.fragment:
         raise ConfigError(
-            f"{where} {shown!r} must not have a query string or fragment "
+            f"{where} {_shown(shown)} must not have a query string or fragment "
             "(use the path prefix setting and the headers setting instead)"
         )
     try:
         port = parts.port
     except ValueError:
-        raise ConfigError(f"{where} {shown!r} has an invalid port") from None
+        raise ConfigError(f"{where} {_shown(shown)} has an invalid port") from None
     host = hostname
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
@@ -262,11 +319,11 @@ _ANALYSIS_KEYS = {"window", "range", "slo", "slo_quantile", "thresholds", "aggre
 _PROM_KEYS = {
     "url", "path_prefix", "token_file", "username", "password_file", "ca_file", "client_cert",
     "client_key", "insecure_skip_verify", "headers", "connect_timeout", "timeout", "retries",
-    "parallelism", "max_response_bytes",
+    "parallelism", "max_response_bytes", "max_series", "max_queues",
 }
 _PROFILE_KEYS = {
     "base", "selector", "scrape_interval", "metrics", "labels", "workers", "external_effects",
-    "apiserver", "poll_periods", "recorded_rules",
+    "apiserver", "poll_periods", "recorded_rules", "replica_label",
 }
 _APISERVER_KEYS = {"priority_level", "flow_schema", "cluster_labels"}
 MAX_POLL_PERIODS = 100_000
@@ -296,15 +353,15 @@ def _mapping(value: Any, where: str) -> Mapping[str, Any]:
 
 def _string(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where}: expected a non-empty string, got {value!r}")
+        raise ConfigError(f"{where}: expected a non-empty string, got {_shown(value)}")
     return value
 
 
 def _positive_number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ConfigError(f"{where}: expected a positive number, got {value!r}")
+        raise ConfigError(f"{where}: expected a positive number, got {_shown(value)}")
     if value != value or value == float("inf"):
-        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
+        raise ConfigError(f"{where}: expected a finite number, got {_shown(value)}")
     return float(value)
 
 
@@ -312,7 +369,7 @@ def _count(value: Any, where: str, minimum: int, maximum: int) -> int:
     if (isinstance(value, bool) or not isinstance(value, int)
             or not minimum <= value <= maximum):
         raise ConfigError(f"{where}: expected a whole number from {minimum} to {maximum}, "
-                          f"got {value!r}")
+                          f"got {_shown(value)}")
     return value
 
 
@@ -341,7 +398,8 @@ def _profile(section: Mapping[str, Any], where: str) -> Profile:
     _unknown(section, _PROFILE_KEYS, where)
     base = section.get("base", CONTROLLER_RUNTIME)
     if base not in PROFILE_NAMES:
-        raise ConfigError(f"{where}.base: expected one of {', '.join(PROFILE_NAMES)}, got {base!r}")
+        raise ConfigError(f"{where}.base: expected one of {', '.join(PROFILE_NAMES)}, "
+                          f"got {_shown(base)}")
     profile = Profile(name=base)
 
     metrics = _mapping(section.get("metrics"), f"{where}.metrics")
@@ -415,8 +473,13 @@ def _profile(section: Mapping[str, Any], where: str) -> Profile:
         # Read the recorded series of `queuelens rules --recording` where present (default)
         if not isinstance(section["recorded_rules"], bool):
             raise ConfigError(f"{where}.recorded_rules: expected true or false, got "
-                              f"{section['recorded_rules']!r}")
+                              f"{_shown(section['recorded_rules'])}")
         profile = replace(profile, use_recorded=section["recorded_rules"])
+
+    if section.get("replica_label") is not None:
+        # An HA pair behind one query endpoint: read each series once (Profile.deduplicated)
+        label = check_label_name(_string(section["replica_label"], f"{where}.replica_label"))
+        profile = replace(profile, replica_label=label)
 
     polls = _mapping(section.get("poll_periods"), f"{where}.poll_periods")
     if len(polls) > MAX_POLL_PERIODS:
@@ -485,7 +548,7 @@ def _prometheus_section(section: Mapping[str, Any], where: str) -> Mapping[str, 
         if key in section:
             out[key] = parse_duration_s(section[key], f"{where}.{key}")
             if out[key] > MAX_TIMEOUT_S:
-                raise ConfigError(f"{where}.{key}: must be at most 1d, got {section[key]!r}")
+                raise ConfigError(f"{where}.{key}: must be at most 1d, got {_shown(section[key])}")
     if "retries" in section:
         out["retries"] = _count(section["retries"], f"{where}.retries", 0, MAX_RETRIES)
     if "parallelism" in section:
@@ -494,23 +557,74 @@ def _prometheus_section(section: Mapping[str, Any], where: str) -> Mapping[str, 
     if "max_response_bytes" in section:
         out["max_response_bytes"] = parse_size(section["max_response_bytes"],
                                                f"{where}.max_response_bytes")
+    for key in ("max_series", "max_queues"):
+        if key in section:
+            out[key] = _count(section[key], f"{where}.{key}", *MAX_SERIES_RANGE)
     return out
+
+
+CLIENT_HEADERS = frozenset({
+    "content-length", "transfer-encoding", "host", "connection", "keep-alive",
+    "proxy-connection", "te", "trailer", "upgrade", "expect",
+})
+"""Headers the HTTP client sets itself: the message framing (``Content-Length``,
+``Transfer-Encoding``), the target (``Host``) and the hop-by-hop ones (RFC 9110 §7.6.1). Set
+from the config they break every request — a ``Content-Length`` makes the server wait for a
+body that never comes, and each query times out, blamed on Prometheus — so they are refused."""
 
 
 def _header_name(name: str, where: str) -> str:
     if not _HEADER_NAME.match(name):
-        raise ConfigError(f"{where}: {name!r} is not a valid HTTP header name")
+        raise ConfigError(f"{where}: {_shown(name)} is not a valid HTTP header name")
+    if name.lower() in CLIENT_HEADERS:
+        raise ConfigError(f"{where}: the header {_shown(name)} is set by the HTTP client for "
+                          "each request (message framing, the host or the connection) and "
+                          "cannot be configured; remove it")
     return name
+
+
+class _PlainLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` without anchors and aliases (``&name`` / ``*name``).
+
+    An alias shares one node, so nine levels of nine aliases load in 340 bytes and expand to
+    9**9 strings wherever the value is walked — a repr for a message ran past 2 GB and 60 s
+    (issue 23). A queuelens config never needs them, so both are refused, at their line."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent):
+            what = f"an alias (*{_clip(str(event.anchor))})"
+        elif getattr(event, "anchor", None) is not None:
+            what = f"an anchor (&{_clip(str(event.anchor))})"
+        else:
+            return super().compose_node(parent, index)
+        raise yaml.composer.ComposerError(
+            None, None, f"{what}: YAML anchors and aliases are not accepted in a queuelens "
+            "config, write the value out", event.start_mark)
+
+
+MAX_CONFIG_MESSAGE = 500
+"""The longest config error message (keys and excerpts included): anything longer is cut."""
 
 
 def parse_config(text: str, origin: str = "config") -> QueuelensConfig:
     try:
-        data = yaml.safe_load(text)
+        return _parse_config(text, origin)
+    except ConfigError as exc:
+        message = str(exc)
+        if len(message) <= MAX_CONFIG_MESSAGE:
+            raise
+        raise ConfigError(message[:MAX_CONFIG_MESSAGE - 1] + "…") from None
+
+
+def _parse_config(text: str, origin: str) -> QueuelensConfig:
+    try:
+        data = yaml.load(text, Loader=_PlainLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{origin}: not valid YAML{at}: {problem}") from None
+        raise ConfigError(f"{origin}: not valid YAML{at}: {_clip(str(problem))}") from None
     data = _mapping(data, origin)
     _unknown(data, _TOP_KEYS, origin)
     profile = _profile(_mapping(data.get("profile"), f"{origin}: profile"), f"{origin}: profile")
@@ -545,23 +659,23 @@ def aggregation_labels(value: Any, where: str) -> tuple[str, ...]:
         items = value
     else:
         raise ConfigError(f"{where}: expected a list of label names, e.g. "
-                          f"[cluster, namespace, job, name], got {value!r}")
+                          f"[cluster, namespace, job, name], got {_shown(value)}")
     if not items or items == [""] or len(items) > MAX_AGGREGATE_LABELS:
         raise ConfigError(f"{where}: expected 1 to {MAX_AGGREGATE_LABELS} label names, got "
                           f"{len(items) if items != [''] else 0}")
     names: list[str] = []
     for item in items:
         if not isinstance(item, str) or len(item) > MAX_LABEL_LIST_CHARS:
-            raise ConfigError(f"{where}: expected label names, got {item!r}")
+            raise ConfigError(f"{where}: expected label names, got {_shown(item)}")
         try:
             name = check_label_name(item)
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         if name.startswith("__"):
-            raise ConfigError(f"{where}: {name!r} is a reserved label name (names starting "
+            raise ConfigError(f"{where}: {_shown(name)} is a reserved label name (names starting "
                               "with __ are Prometheus's own)")
         if name in names:
-            raise ConfigError(f"{where}: {name!r} is listed twice")
+            raise ConfigError(f"{where}: {_shown(name)} is listed twice")
         names.append(name)
     return tuple(names)
 
@@ -577,7 +691,8 @@ def _analysis(section: Mapping[str, Any], where: str) -> AnalysisSettings:
     quantile = section.get("slo_quantile")
     if quantile is not None and (isinstance(quantile, bool)
                                  or not isinstance(quantile, int | float)):
-        raise ConfigError(f"{where}.slo_quantile: expected a number like 0.95, got {quantile!r}")
+        raise ConfigError(f"{where}.slo_quantile: expected a number like 0.95, "
+                          f"got {_shown(quantile)}")
     try:
         return AnalysisSettings().with_overrides(
             window_s=durations.get("window"), range_s=durations.get("range"),
@@ -589,6 +704,12 @@ def _analysis(section: Mapping[str, Any], where: str) -> AnalysisSettings:
         raise ConfigError(f"{where}: {exc}") from None
 
 
+MAX_CONFIG_BYTES = 16 * 2**20
+"""The largest config file read (16 MiB): twice what the largest config allowed
+(:data:`MAX_POLL_PERIODS` poll periods) takes; a bigger file is a mistake, and is not read
+into memory."""
+
+
 def load_config(path: str | Path | None) -> QueuelensConfig:
     """Read and validate a YAML config file; ``None`` gives the defaults."""
     if path is None:
@@ -597,7 +718,13 @@ def load_config(path: str | Path | None) -> QueuelensConfig:
         raise ConfigError("the config file name cannot contain a NUL byte")
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file {_shown(str(p))} is larger than "
+                              f"{MAX_CONFIG_BYTES // 2**20} MiB: a queuelens config is a few "
+                              "kilobytes (the 100,000 poll periods it may list fit in 8 MiB)")
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file {str(p)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -722,6 +849,11 @@ def connection_settings(
                            ENV_PREFIX + "MAX_RESPONSE_BYTES")
     if limit is None:
         limit = cfg.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
+    caps = {}
+    for key, default in (("max_series", DEFAULT_MAX_SERIES), ("max_queues", DEFAULT_MAX_QUEUES)):
+        name = ENV_PREFIX + key.upper()
+        caps[key] = (_count(_env_int(env[name], name), name, *MAX_SERIES_RANGE)
+                     if env.get(name) else cfg.get(key, default))
 
     return ConnectionSettings(
         url=base,
@@ -738,7 +870,17 @@ def connection_settings(
         retries=cfg.get("retries", 2),
         parallelism=cfg.get("parallelism", 4),
         max_response_bytes=limit,
+        max_series=caps["max_series"],
+        max_queues=caps["max_queues"],
     )
+
+
+def _env_int(text: str, where: str) -> int:
+    """A whole number from an environment variable: ASCII digits only (``_count`` checks
+    the range)."""
+    if not text.strip().isascii() or not text.strip().isdigit():
+        raise ConfigError(f"{where}: expected a whole number, got {_shown(text)}")
+    return int(text.strip())
 
 
 __all__ = [

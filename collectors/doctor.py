@@ -3,7 +3,8 @@
 Two readers build the same :class:`models.contract.ContractReading` (typed raw data; the
 judgement is :func:`models.contract.diagnose`'s):
 
-* :func:`read_prometheus` sends **seven queries for the whole fleet** (:func:`doctor_queries`),
+* :func:`read_prometheus` sends **a few queries for the whole fleet** (:data:`QUERY_KEYS`,
+  :func:`doctor_queries`),
   never one per queue or per metric, all evaluated at one time over one range:
 
   - ``presence``: how many series of each contract metric exist per queue and process —
@@ -23,6 +24,10 @@ judgement is :func:`models.contract.diagnose`'s):
     adds counter, so the cluster's other containers are never sent — and ``pods``: which
     namespace, pod and container each process's series name (the join,
     :attr:`collectors.profile.Profile.container_labels`).
+  - ``replicas``: which HA replica labels (:meth:`collectors.profile.Profile.replica_query`)
+    the adds counters carry, with their values: with the presence counts (an adds counter
+    counted twice per queue and process) the doctor tells an HA pair read without
+    deduplication (``replica_copies``).
 
   The ``process_*``/``go_*`` metrics (family ``runtime``) are on every Go target: their
   presence, changes and ``le`` texts are read only for the processes that run a queue
@@ -92,7 +97,8 @@ MIN_RANGE_S = 60.0
 MAX_STEP_S = 300.0
 """A subquery step never above Prometheus's default lookback (5 m): each step's instant
 selection then sees every sample."""
-QUERY_KEYS = ("presence", "unchanged", "le", "priorities", "up", "containers", "pods")
+QUERY_KEYS = ("presence", "unchanged", "le", "priorities", "up", "containers", "pods",
+              "replicas")
 
 
 def subquery_step_s(range_s: float) -> float:
@@ -241,6 +247,7 @@ def doctor_queries(profile: Profile, range_s: float) -> dict[str, str]:
             f'label_replace({distinct}, "{PART_LABEL}", "distinct", "{q}", "(.*)") or '
             f'label_replace({cap}, "{PART_LABEL}", "capped", "{q}", "(.*)")')
     queries["up"] = f"max by (job) (last_over_time(up{profile._sel(family='process')}{window}))"
+    queries["replicas"] = profile.replica_query(range_s)
     return {k: v for k, v in queries.items() if v}
 
 
@@ -294,7 +301,8 @@ def _reading(profile: Profile, *, source: str, at: float, range_s: float,
              scrape_jobs: Sequence[ScrapeJob] | None, changes_known: bool,
              queries: Sequence[str] = (), warnings: Sequence[str] = (),
              containers: Sequence[ContainerPresence] = (),
-             pods: Sequence[ProcessPod] = ()) -> ContractReading:
+             pods: Sequence[ProcessPod] = (),
+             replicas: Mapping[str, tuple[str, ...]] | None = None) -> ContractReading:
     queues = {p.queue for p in present if p.queue} | {p.controller for p in present
                                                       if p.controller}
     return ContractReading(
@@ -317,7 +325,8 @@ def _reading(profile: Profile, *, source: str, at: float, range_s: float,
         pods=tuple(sorted(set(pods), key=lambda x: (x.process, x.namespace, x.pod,
                                                     x.container))),
         container_labels=profile.container_labels,
-        changes_known=changes_known, queries=tuple(queries), warnings=tuple(warnings))
+        changes_known=changes_known, queries=tuple(queries), warnings=tuple(warnings),
+        replicas=dict(replicas or {}), replica_label=profile.replica_label)
 
 
 def _presence_key(p: Presence) -> tuple[Any, ...]:
@@ -401,11 +410,14 @@ def read_prometheus(client: PrometheusClient, profile: Profile, at: float,
         for smp in (results["containers"].samples if "containers" in results else empty)]
     pods = [_process_pod(profile, smp.labels)
             for smp in (results["pods"].samples if "pods" in results else empty)]
+    replica_rows = results["replicas"].samples if "replicas" in results else empty
+    replicas = {lb: tuple(sorted(vals)) for lb in profile.replica_labels()
+                if (vals := {smp.labels.get(lb, "") for smp in replica_rows} - {""})}
     return _reading(profile, source=client.source, at=at, range_s=range_s, present=present,
                     unchanged=unchanged, le=le, priorities=priorities, apiserver=api,
                     apiserver_unchanged=api_unchanged, scrape_jobs=jobs, changes_known=True,
                     queries=tuple(queries.values()), warnings=warnings,
-                    containers=containers, pods=pods)
+                    containers=containers, pods=pods, replicas=replicas)
 
 
 def _process_pod(profile: Profile, labels: Mapping[str, str]) -> ProcessPod:

@@ -191,6 +191,22 @@ CPU_CONTAINER_SIGNALS = ("cpu_pod_containers", "cpu_limit_cores", "cpu_cfs_throt
 """The per-container CPU queries (kube-state-metrics and cAdvisor, keyed by
 :data:`CONTAINER_LABELS` and the cluster labels)."""
 
+REPLICA_LABELS: tuple[str, ...] = ("replica", "prometheus_replica", "__replica__")
+"""The labels an HA pair's copies of a series differ in: the external label of Thanos'
+examples and of the Prometheus Operator (``replica``, ``prometheus_replica``) and Cortex's /
+Mimir's HA tracker (``__replica__``, stored when its deduplication is off). A snapshot and
+the doctor look for these (and ``profile.replica_label``) in one query
+(:meth:`Profile.replica_query`)."""
+
+_RANGE_CALL = re.compile(
+    r"\b(?:rate|irate|increase|deriv|changes|resets|(?:avg|min|max|sum|count|last)_over_time)"
+    r"\([a-zA-Z_:][a-zA-Z0-9_:]*"
+    r'(?:\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?\[[0-9a-z]+\]\)')
+"""A range function applied directly to one series selector (``rate(m{...}[5m])``): what
+:meth:`Profile.deduplicated` wraps. Label values inside the braces are matched as whole
+double-quoted strings (:func:`escape_label_value` writes every one so), so a ``}`` or ``]``
+in a queue's name cannot end the selector early."""
+
 WRITE_VERBS = "POST|PUT|PATCH|DELETE|APPLY"
 """The mutating verbs: the REST client's ``method`` and the API server's ``verb`` (APPLY is
 server-side apply in ``apiserver_request_*``); admission webhooks run on these."""
@@ -499,6 +515,11 @@ class Profile:
     """Read the recorded series of ``queuelens rules --recording`` instead of the raw
     counters where they are present at the read's rate window (config
     ``profile.recorded_rules: false`` turns it off)."""
+    replica_label: str | None = None
+    """The label that tells the replicas of a Prometheus HA pair apart (config
+    ``profile.replica_label``): every series is read once, ``max without (<label>)`` of
+    its copies (:meth:`deduplicated`); None: series are read as stored, and a pair is only
+    detected (:meth:`replica_query`)."""
 
     @property
     def has_controller_metrics(self) -> bool:
@@ -506,6 +527,39 @@ class Profile:
 
     def with_selector(self, extra: Sequence[Matcher]) -> Profile:
         return replace(self, selector=(*self.selector, *extra))
+
+    def replica_labels(self) -> tuple[str, ...]:
+        """The labels :meth:`replica_query` looks at: the configured one first, then
+        :data:`REPLICA_LABELS`."""
+        return _unique((*((self.replica_label,) if self.replica_label else ()),
+                        *REPLICA_LABELS))
+
+    def replica_query(self, window_s: float) -> str:
+        """Which replica labels the adds counters carry, and with which values: one answer
+        row per combination of their values (an HA pair: two rows, ``replica="a"`` and
+        ``"b"``; no such label: one row without labels) — a few rows, whatever the size of
+        the fleet. Never deduplicated: it is how a pair is seen."""
+        by = ", ".join(self.replica_labels())
+        return (f"count by ({by}) (last_over_time({self.metrics.adds}{self._sel()}"
+                f"[{format_duration(window_s)}]))")
+
+    def deduplicated(self, promql: str) -> str:
+        """``promql`` with every range function over a series selector read once per series
+        of an HA pair: ``max without (<replica_label>) (rate(m{...}[w]))`` — the copies of
+        one series are the same scrapes of the same target by two servers, so their rates
+        and gauges agree up to the scrape timing, and the larger is kept (a replica that
+        missed scrapes reads low, never high; Thanos' deduplication likewise keeps one
+        copy, not their sum). Unchanged without :attr:`replica_label`."""
+        label = self.replica_label
+        if not label:
+            return promql
+        return _RANGE_CALL.sub(lambda m: f"max without ({label}) ({m.group(0)})", promql)
+
+    def _one(self, selector: str) -> str:
+        """An instant series selector read once per series of an HA pair (as
+        :meth:`deduplicated` reads a range function)."""
+        return f"max without ({self.replica_label}) ({selector})" if self.replica_label \
+            else selector
 
     def poll_period(self, queue: str) -> float | None:
         """The RequeueAfter period the queue's controller asks for (``poll_periods``), in
@@ -655,7 +709,7 @@ class Profile:
         if recorded and self.recorded_unusable() is None:
             sels = {"queue": (q, qsel), "controller": (c, csel), "process": (proc, psel)}
             out = [self._recorded_form(sq, window_s, sels, recorded) for sq in out]
-        return out
+        return [replace(sq, promql=self.deduplicated(sq.promql)) for sq in out]
 
     # -- recorded series (``queuelens rules --recording``) --
 
@@ -711,9 +765,8 @@ class Profile:
             for rates in self.read_rates().values():
                 for r in rates:
                     by = ", ".join(_unique((*levels[r.family], *r.extra)))
-                    out.setdefault(self.recorded_name(r, window_s),
-                                   f"sum by ({by}) (rate({r.sample}{self._sel(family=r.family)}"
-                                   f"[{w}]))")
+                    out.setdefault(self.recorded_name(r, window_s), self.deduplicated(
+                        f"sum by ({by}) (rate({r.sample}{self._sel(family=r.family)}[{w}]))"))
         return list(out.items())
 
     def recorded_unusable(self) -> str | None:
@@ -811,7 +864,7 @@ class Profile:
         for r, n in zip(rates, names, strict=True):
             group, sel = sels[r.family]
             parts.append(f"sum by ({', '.join(_unique((*group.split(', '), *r.extra)))}) "
-                         f"({n}{sel})")
+                         f"({self._one(n + sel)})")
         return replace(sq, promql=" / ".join(parts))
 
     def _beyond_queries(self, w: str, qfilter: Sequence[Matcher], csel: str, psel: str,
@@ -1016,16 +1069,23 @@ class Profile:
         """Which of the sample names the ``queries`` require exist (an instant selector:
         series with a sample in the last 5 minutes), as one answer keyed by ``__name__``;
         ``recorded``: the recorded series' names too (:meth:`recorded_presence_regex`), in
-        the same query. None when nothing is asked."""
+        the same query. Grouped by the replica labels too (:meth:`replica_labels`): a name
+        answered once per value of one of them is an HA pair's (the snapshot's check,
+        :func:`collectors.snapshot._replica_note`), at no extra query. None when nothing is
+        asked."""
         alternatives = [regex_literal(n) for n in sorted({n for sq in queries
                                                           for n in sq.requires})]
+        if alternatives:
+            # the adds counters carry the replica labels wherever there is a queue
+            alternatives.append(regex_literal(self.metrics.adds))
         pattern = self.recorded_presence_regex() if recorded else None
         if pattern is not None:
             alternatives.append(pattern)
         if not alternatives:
             return None
         regex = "|".join(alternatives)
-        return f"count by (__name__) ({{__name__=~{escape_label_value(regex)}}})"
+        by = ", ".join(("__name__", *self.replica_labels()))
+        return f"count by ({by}) ({{__name__=~{escape_label_value(regex)}}})"
 
     def scrape_samples_query(self, queues: Sequence[str] | None = None) -> str:
         """Each queue's most samples in :data:`SCRAPE_SPAN_S` within the last
@@ -1034,8 +1094,9 @@ class Profile:
         scrape interval is not configured; ``queues``: only those."""
         span, back = format_duration(SCRAPE_SPAN_S), format_duration(SCRAPE_LOOKBACK_S)
         q = self.queue_label
-        return (f"max by ({q}) (max_over_time(count_over_time({self.metrics.adds}"
-                f"{self._sel(self._queue_filter(q, queues))}[{span}])[{back}:{span}]))")
+        return self.deduplicated(
+            f"max by ({q}) (max_over_time(count_over_time({self.metrics.adds}"
+            f"{self._sel(self._queue_filter(q, queues))}[{span}])[{back}:{span}]))")
 
     def topology_query(self, window_s: float, queues: Sequence[str] | None = None) -> str:
         """Which process (job/instance) runs which queue, in which cluster
@@ -1047,7 +1108,8 @@ class Profile:
         sel = self._sel(self._queue_filter(self.queue_label, queues))
         by = ", ".join(_unique((self.queue_label, *self.process_labels, *self.cluster_labels,
                                 *self.container_labels)))
-        return f"count by ({by}) (last_over_time({self.metrics.adds}{sel}[{w}]))"
+        return self.deduplicated(
+            f"count by ({by}) (last_over_time({self.metrics.adds}{sel}[{w}]))")
 
     def _depth_while_idle(self, window_s: float, qsel: str, csel: str) -> str:
         """Depth × [the controller had an idle worker], averaged over the instants: the depth
@@ -1059,7 +1121,7 @@ class Profile:
         res = format_duration(self.scrape_interval_s or IDLE_DEPTH_RESOLUTION_S)
         idle = (f"max by ({c}) ({m.active_workers}{csel}) < bool "
                 f"max by ({c}) ({m.max_concurrent_reconciles}{csel})")
-        return (f"avg_over_time((sum by ({q}) ({m.depth}{qsel}) * on ({q}) "
+        return (f"avg_over_time((sum by ({q}) ({self._one(m.depth + qsel)}) * on ({q}) "
                 f'max by ({q}) (label_replace({idle}, "{q}", "$1", "{c}", "(.+)")))'
                 f"[{w}:{res}])")
 
@@ -1105,16 +1167,16 @@ class Profile:
                 parts.append(f"({one} / {count:g})")
         out: list[SignalQuery] = []
         if parts:
-            out.append(SignalQuery("utilization", " or ".join(parts), "queue",
-                                   m.work_duration + "_sum"))
-        out.append(SignalQuery("depth_growth_per_s",
-                               f"sum by ({q}) (deriv({m.depth}{sel}[{w}]))", "queue", m.depth))
+            out.append(SignalQuery("utilization", self.deduplicated(" or ".join(parts)),
+                                   "queue", m.work_duration + "_sum"))
+        out.append(SignalQuery("depth_growth_per_s", self.deduplicated(
+            f"sum by ({q}) (deriv({m.depth}{sel}[{w}]))"), "queue", m.depth))
         if self.has_controller_metrics:
             ratio = (f"sum by ({c}) (rate({m.reconcile_errors}{csel}[{w}])) / "
                      f"sum by ({c}) (rate({m.reconcile_total}{csel}[{w}]))")
             out.append(SignalQuery(
-                "error_ratio",
-                f'max by ({q}) (label_replace({ratio}, "{q}", "$1", "{c}", "(.+)"))',
+                "error_ratio", self.deduplicated(
+                    f'max by ({q}) (label_replace({ratio}, "{q}", "$1", "{c}", "(.+)"))'),
                 "queue", m.reconcile_errors))
         return out
 

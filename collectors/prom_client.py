@@ -30,7 +30,7 @@ re-implementing them:
   an answer whose ``Content-Length`` or whose bytes read so far exceed
   ``ConnectionSettings.max_response_bytes`` (a 200 MB answer cost 46 s and 5.3 GB of RSS
   before). Redirect bodies pass through the same adapter; at most :data:`MAX_REDIRECTS` are
-  followed.
+  followed, and never one to another server (:class:`_SameServerSession`).
 * **Query groups.** The queries of one read (:func:`query_group`) are cancelled together: the
   first failure shuts down the sockets of the others, so a hung Prometheus costs one timeout,
   not one per round of parallel queries.
@@ -46,8 +46,10 @@ import heapq
 import itertools
 import math
 import random
+import re
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -58,6 +60,7 @@ from functools import cached_property
 from itertools import chain
 from operator import itemgetter
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 import numpy as np
 import requests
@@ -70,9 +73,13 @@ from collectors.config import ConnectionSettings, check_header_value
 from collectors.errors import (
     AnswerTooLarge,
     BadQuery,
+    CollectorError,
     PrometheusServerError,
     PrometheusTimeout,
     PrometheusUnreachable,
+    redact,
+    redacted,
+    register_secrets,
 )
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -92,8 +99,24 @@ MAX_WARNINGS = 20
 # --- result types -------------------------------------------------------------------------
 
 
+_FLOAT_TEXT = re.compile(r"[0-9.eE+\-NaInf,]*")
+"""The characters of the Prometheus API's sample values (Go's float text: ASCII digits, a
+point, an exponent, ``NaN``, ``+Inf``, ``-Inf``) and the comma :func:`check_float_texts`
+joins them with. Python's ``float`` also reads ``"1_000"``, ``" 12 "`` and Arabic-Indic or
+other Unicode digits, which no Prometheus writes."""
+
+
+def check_float_texts(texts: Iterable[Any]) -> None:
+    """ValueError unless every one of ``texts`` is written with the characters of the
+    Prometheus float text (one regular-expression pass over all of them joined); ``float``
+    then rejects a misplaced one (``1.2.3``, ``+-1``)."""
+    if _FLOAT_TEXT.fullmatch(",".join(map(str, texts))) is None:
+        raise ValueError("a sample value is not in the Prometheus float format")
+
+
 def classify_value(text: Any) -> tuple[float | None, str | None]:
     """A Prometheus sample value -> (float, None) or (None, 'NaN' | '+Inf' | '-Inf')."""
+    check_float_texts((text,))
     value = float(text)
     if math.isnan(value):
         return None, "NaN"
@@ -517,14 +540,78 @@ class _TooLarge(Exception):
         self.declared = declared
 
 
+class _TooManySeries(Exception):
+    def __init__(self, count: int) -> None:
+        super().__init__(count)
+        self.count = count
+
+
+_PHASE: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "queuelens_query_phase", default=None)
+
+
+def track_phase(cell: list[str] | None) -> None:
+    """Record this context's query phase in ``cell[0]`` from now on: ``query`` while the
+    request is sent and answered, ``decode`` once the whole answer is in (what a read's
+    deadline message names, :func:`collectors.snapshot._gather`)."""
+    _PHASE.set(cell)
+
+
+def _mark_phase(phase: str) -> None:
+    cell = _PHASE.get()
+    if cell is not None:
+        cell[0] = phase
+
+
+def _count_series(body: bytes, limit: int) -> None:
+    """Refuse an answer of more than ``limit`` series before it is decoded: each series of a
+    vector or matrix answer has exactly one ``"value":[`` or ``"values":[`` (inside a JSON
+    string every quote is escaped, and label names are followed by a string, not ``[``), so
+    two byte counts (C speed, no allocation: 58 MB in tens of ms) give the number of series
+    that decoding would turn into Python objects. Prometheus, Thanos, Mimir and
+    VictoriaMetrics write compact JSON; the per-read queue cap
+    (:attr:`ConnectionSettings.max_queues`) still bounds a pretty-printed answer."""
+    if limit <= 0 or len(body) < limit * 12:  # a series takes at least ~24 bytes
+        return
+    count = body.count(b'"value":[') + body.count(b'"values":[')
+    if count > limit:
+        raise _TooManySeries(count)
+
+
+class _SameServerSession(requests.Session):
+    """A session that follows a redirect only on the same server (scheme, host and port; or
+    an upgrade from http to https of the same host on the default ports — the cases in which
+    ``requests`` keeps the Authorization header). ``requests`` strips only Authorization on
+    the way to another host: the configured headers (``X-Scope-OrgID``, ``X-Api-Key``…) would
+    go with the request, and the other server's answer would be read as Prometheus's, so such
+    a redirect is refused with a sentence instead (issue 23)."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__()
+        self.source = source
+
+    def rebuild_auth(self, prepared_request: requests.PreparedRequest,
+                     response: requests.Response) -> None:
+        old, new = response.request.url or "", prepared_request.url or ""
+        if self.should_strip_auth(old, new):  # type: ignore[no-untyped-call]
+            parts = urlsplit(new)
+            target = _server_text(f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}", 120)
+            raise PrometheusServerError(
+                f"{self.source} redirected the query to another server ({target}), and "
+                "queuelens never follows a redirect to another server (the configured headers "
+                "and credentials would go with it): give the final URL of the Prometheus API")
+        super().rebuild_auth(prepared_request, response)  # type: ignore[no-untyped-call]
+
+
 class _BoundedAdapter(requests.adapters.HTTPAdapter):
     """Streams every answer and reads the body itself, at most ``max_bytes`` of it (decoded:
     a gzip bomb counts at its real size), so the library's ``response.json()`` finds the
     content already read. Its pools make watched connections (see :class:`_Watch`); SOCKS
     proxies keep urllib3's own pools and only the per-read timeout."""
 
-    def __init__(self, max_bytes: int, **kwargs: Any) -> None:
+    def __init__(self, max_bytes: int, max_series: int = 0, **kwargs: Any) -> None:
         self.max_bytes = max_bytes
+        self.max_series = max_series
         super().__init__(**kwargs)
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
@@ -544,6 +631,8 @@ class _BoundedAdapter(requests.adapters.HTTPAdapter):
                                 cert=cert, proxies=proxies)
         if not stream:
             _read_body(response, self.max_bytes)
+            _count_series(response._content or b"", self.max_series)
+            _mark_phase("decode")
         return response
 
 
@@ -732,12 +821,13 @@ class PrometheusClient:
             check_header_value("Authorization", f"Bearer {settings.token}",
                                "the Prometheus bearer token")
         self.settings = settings
+        register_secrets(*settings.secrets())
         self._sleep = sleep
         self._local = threading.local()
         self._lock = threading.Lock()
         self.request_count = 0
         self.query_count = 0
-        session = requests.Session()
+        session = _SameServerSession(settings.display_url)
         session.trust_env = True
         session.max_redirects = MAX_REDIRECTS
         if settings.insecure_skip_verify:
@@ -770,7 +860,7 @@ class PrometheusClient:
         # any redirect target), with a pool wide enough that parallel snapshot queries do not
         # wait for a connection.
         adapter = _BoundedAdapter(
-            settings.max_response_bytes,
+            settings.max_response_bytes, settings.max_series,
             max_retries=_no_retry(),
             pool_maxsize=max(4, settings.parallelism * 2),
         )
@@ -841,6 +931,7 @@ class PrometheusClient:
             value, special = classify_value(result[1])  # scalar: [ts, "v"]
             yield Sample(labels={}, value=value, special=special)
             return
+        check_float_texts(item["value"][1] for item in result if item.get("value") is not None)
         for item in result:
             raw = item.get("value")
             if raw is None:
@@ -862,6 +953,7 @@ class PrometheusClient:
         values = [item.get("values") or [] for item in items]
         lens = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
         points = list(chain.from_iterable(values))
+        check_float_texts(map(_SECOND, points))
         t = np.fromiter(map(float, map(_FIRST, points)), dtype=float, count=len(points))
         v = np.fromiter(map(float, map(_SECOND, points)), dtype=float, count=len(points))
         row = np.repeat(np.arange(len(values), dtype=np.int64), lens)
@@ -884,6 +976,28 @@ class PrometheusClient:
 
     def _call(self, send: Callable[[tuple[float, float], str], Any], promql: str
               ) -> tuple[Any, list[str]]:
+        """:meth:`_attempts`, its messages and warnings without the configured secrets: a
+        server or proxy may echo the token, the password or a header into its text."""
+        try:
+            result, warnings = self._attempts(send, promql)
+        except CollectorError as exc:
+            clean = redacted(exc)
+            if clean is exc:
+                raise
+            raise clean from None
+        except RecursionError:
+            # The JSON decoder recurses once per level and stops at the interpreter's limit
+            # (about 1,000 levels: a 10 KB answer reaches it) — that is the bound on nesting;
+            # the deepest Prometheus answer nests 6 levels (envelope, data, result, series,
+            # values, point).
+            raise PrometheusServerError(
+                f"{self.source} answered with JSON nested too deep to decode (about "
+                f"{sys.getrecursionlimit():,} levels or more; a Prometheus HTTP API answer "
+                "nests 6), which is not the Prometheus HTTP API: check the URL") from None
+        return result, [redact(w) for w in warnings]
+
+    def _attempts(self, send: Callable[[tuple[float, float], str], Any], promql: str
+                  ) -> tuple[Any, list[str]]:
         """One logical query: attempts (retries on 429/502/503/504) under one deadline."""
         from prometheus_api_client.exceptions import PrometheusApiClientException
 
@@ -905,6 +1019,7 @@ class PrometheusClient:
             self._bump("request_count")
             self._local.response = None
             timeout = (min(self.settings.connect_timeout_s, remaining), remaining)
+            _mark_phase("query")
             watch = _Watch(deadline, group)
             try:
                 with watch:
@@ -920,6 +1035,8 @@ class PrometheusClient:
                 raise self._http_error(status, response, promql, attempt) from None
             except _TooLarge as exc:
                 raise self._too_large(exc, promql) from None
+            except _TooManySeries as exc:
+                raise self._too_many_series(exc, promql) from None
             except requests.exceptions.JSONDecodeError:  # before RequestException: it is both
                 # (and a ValueError): a body that is not JSON, or was cut off at the deadline
                 if watch.fired:
@@ -1009,6 +1126,16 @@ class PrometheusClient:
             "prometheus.max_response_bytes in the config file or "
             "QUEUELENS_PROMETHEUS_MAX_RESPONSE_BYTES, or read fewer series with --selector"
         )
+
+    def _too_many_series(self, exc: _TooManySeries, promql: str) -> AnswerTooLarge:
+        limit = self.settings.max_series
+        short_q = promql if len(promql) <= 200 else promql[:200] + "…"
+        return AnswerTooLarge(
+            f"Prometheus at {self.source} answered {exc.count:,} series to one query, more "
+            f"than the {limit:,} one answer may hold, so it was not decoded (the query: "
+            f"{short_q}); read fewer queues — narrow the selector, e.g. --selector "
+            "'{namespace=\"team-a\"}' or '{job=\"my-controller\"}' (profile.selector in the "
+            "config) — or raise prometheus.max_series (QUEUELENS_PROMETHEUS_MAX_SERIES)")
 
     def _timed_out(self, deadline: Deadline, watch: _Watch) -> PrometheusTimeout:
         if watch.cancelled:

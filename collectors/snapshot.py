@@ -49,7 +49,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from collectors.errors import CollectorError, PrometheusTimeout
+from collectors.errors import AnswerTooLarge, CollectorError, PrometheusTimeout
 from collectors.histogram import parse_le
 from collectors.profile import (
     CONTAINER_LABELS,
@@ -76,7 +76,9 @@ from collectors.prom_client import (
     deadline_scope,
     plan_range,
     query_group,
+    track_phase,
 )
+from models.formatting import number_text, percent_text
 from models.histogram import QUANTILES, bucket_quantile
 from models.measurements import QueueSnapshot, RangeData, Snapshot
 from models.priority import CAPPED_PRIORITY, uncapped
@@ -91,6 +93,7 @@ from models.signals import (
     derive,
     raw_inputs,
 )
+from models.verdicts.screen import screen
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -156,11 +159,12 @@ class _QueryPool:
             self._jobs.put(None)
 
 
-def _gather(futures: Mapping[str, Future[T]], group: QueryGroup, bound_s: float
-            ) -> dict[str, T]:
+def _gather(futures: Mapping[str, Future[T]], group: QueryGroup, bound_s: float,
+            phases: Mapping[str, list[str]] | None = None) -> dict[str, T]:
     """The results of already submitted queries. The first failure of the group is raised at
     once (not a sibling's "cancelled"); the wait itself is bounded (every query has its own
-    deadline, ``bound_s`` is a backstop)."""
+    deadline, ``bound_s`` is a backstop), and its message names the phase the unfinished
+    queries were in (``phases``: :func:`_tracked`)."""
     done, not_done = wait(list(futures.values()), timeout=bound_s,
                           return_when=FIRST_EXCEPTION)
     if group.error is not None:
@@ -171,8 +175,42 @@ def _gather(futures: Mapping[str, Future[T]], group: QueryGroup, bound_s: float
             raise exc
     if not_done:
         group.cancel()
-        raise PrometheusTimeout(f"Prometheus queries did not finish within {bound_s:g} s")
+        late = Counter((phases or {}).get(k, ["query"])[0]
+                       for k, fut in futures.items() if fut in not_done)
+        raise PrometheusTimeout(
+            f"Prometheus queries did not finish within {bound_s:g} s: {_phase_text(late)}")
     return {k: fut.result() for k, fut in futures.items()}
+
+
+def _phase_text(late: Mapping[str, int]) -> str:
+    """Which phase the unfinished queries of a read were in, the slowest first."""
+    parts = []
+    if late.get("decode"):
+        parts.append(f"Prometheus had answered {late['decode']} of them, whose answers were "
+                     "still being decoded (phase: decode) — answers too large to read in "
+                     "time: narrow the selector (--selector, profile.selector)")
+    if late.get("query"):
+        parts.append(f"{late['query']} still waiting for Prometheus's answer (phase: query)")
+    if late.get("queued"):
+        parts.append(f"{late['queued']} not sent yet (all connections busy)")
+    return "; ".join(parts) or "no query was left"
+
+
+def _tracked(fn: Callable[[], T], cell: list[str]) -> Callable[[], T]:
+    """``fn`` recording its phase in ``cell[0]``: ``queued``, then ``query`` while the
+    request is out and ``decode`` once the whole answer is in (set by the client,
+    :func:`collectors.prom_client.track_phase`), ``done``."""
+
+    def run() -> T:
+        track_phase(cell)
+        cell[0] = "query"
+        try:
+            return fn()
+        finally:
+            cell[0] = "done"
+            track_phase(None)
+
+    return run
 
 
 def _bound_s(jobs: int, workers: int, timeout_s: float) -> float:
@@ -195,9 +233,11 @@ def _run_all(
         return {k: fn() for k, fn in jobs.items()}
     with _group() as group:
         pool = _QueryPool(min(parallelism, len(jobs)), group)
+        phases = {k: ["queued"] for k in jobs}
         try:
-            futures = {k: pool.submit(fn) for k, fn in jobs.items()}
-            return _gather(futures, group, _bound_s(len(jobs), parallelism, timeout_s))
+            futures = {k: pool.submit(_tracked(fn, phases[k])) for k, fn in jobs.items()}
+            return _gather(futures, group, _bound_s(len(jobs), parallelism, timeout_s),
+                           phases)
         finally:
             pool.close()
 
@@ -235,6 +275,74 @@ def _warn_duplicates(signal: str, label: str, keys: Collection[str], warnings: l
             "federated or merged by a proxy?)")
     if note not in warnings:
         warnings.append(note)
+
+
+def _replica_note(profile: Profile, replicas: Sequence[Sample], topology: Sequence[Sample]
+                  ) -> str | None:
+    """The warning of an HA pair read without deduplication, None when every queue's series
+    are stored once per process.
+
+    ``topology`` (:meth:`Profile.topology_query`) counts each queue's adds counters per
+    process: more than one means copies that differ only in a label the reads do not group
+    by, which every ``sum by`` then adds up. ``replicas`` (the presence answer,
+    :meth:`Profile.presence_query`, grouped by :meth:`Profile.replica_labels` too) names
+    that label when it is one of those (two or more values). A replica label whose values
+    do not overlap on any queue (two servers scraping different targets: shards) is no
+    duplicate; with
+    :attr:`Profile.replica_label` set the reads are deduplicated by it, and only another
+    splitting label is still reported."""
+    counts = [(s.labels.get(profile.queue_label, ""), s.value or 0.0) for s in topology]
+    twice = sorted({q for q, n in counts if n > 1 and q})
+    if not twice:
+        return None
+    copies = int(max(n for _, n in counts))
+    split = {}
+    for label in profile.replica_labels():
+        values = sorted({s.labels.get(label, "") for s in replicas} - {""})
+        if len(values) > 1 and label != profile.replica_label:
+            split[label] = values
+    shown = ", ".join(repr(q) for q in twice[:3]) + (
+        f" and {len(twice) - 3} more" if len(twice) > 3 else "")
+    where = f"{len(twice)} of the queues ({shown})"
+    doubled = (f"their arrivals, throughput, busy workers, depth and utilization read up to "
+               f"{copies}× the truth")
+    if split:
+        label, values = next(iter(split.items()))
+        told = ", ".join(f"{label}={v!r}" for v in values[:4]) + (
+            ", …" if len(values) > 4 else "")
+        return (f"the series of {where} are stored {copies} times, told apart by {told} "
+                "(the replicas of a Prometheus HA pair behind one query endpoint without "
+                f"deduplication): {doubled}; set profile.replica_label: {label} in the config "
+                "to read each series once")
+    return (f"the adds counters of {where} are stored {copies} times per process, told apart "
+            "by a label queuelens does not group by (an HA pair without deduplication? set "
+            f"profile.replica_label to that label): {doubled}")
+
+
+UTILIZATION_NOTE_ABOVE = 1.05
+"""A utilization above this is said with its possible causes. Busy workers come from the
+work-duration ``_sum``, to which a pass is added when it ends: passes that began before the
+window and end inside it, and the scrape timing, can lift a fully busy queue a few per cent
+over its worker count; beyond 5 % the count or the series are more likely wrong."""
+
+
+def _over_busy_note(queues: Sequence[QueueSnapshot]) -> str | None:
+    """One warning for the queues whose busy workers exceed their worker count (utilization
+    above :data:`UTILIZATION_NOTE_ABOVE`), None when there are none: a utilization above 1
+    is never shown without this comment."""
+    over = [q for q in queues if q.utilization is not None and math.isfinite(q.utilization)
+            and q.utilization > UTILIZATION_NOTE_ABOVE]
+    if not over:
+        return None
+    over.sort(key=lambda q: (-(q.utilization or 0.0), q.queue))
+    shown = "; ".join(f"{q.queue}: {percent_text(q.utilization)} ("
+                      f"{number_text(q.busy_workers)} busy of {number_text(q.workers)} workers)"
+                      for q in over[:3])
+    more = f"; and {len(over) - 3} more" if len(over) > 3 else ""
+    return (f"utilization above 100 % — {shown}{more}: more workers busy than the worker "
+            "count, so the series are counted twice (an HA pair without deduplication, "
+            "profile.replica_label), the worker count is wrong, or passes longer than the "
+            "window ended inside it")
 
 
 def _special_reason(metric: str, special: str | None) -> str:
@@ -315,6 +423,7 @@ class PrometheusSource:
         profile = self.profile
         with self._read():
             samples = self.client.query(profile.topology_query(span_s), at).samples
+        self._check_queue_count({smp.labels.get(profile.queue_label, "") for smp in samples})
         procs = _Processes(profile, samples)
         names = sorted(set(procs.of_name) - {""})
         out: dict[str, tuple[str, ...]] = {}
@@ -324,6 +433,20 @@ class PrometheusSource:
             out[q] = tuple(n for n in named if n)  # no process label: not known
         return out
 
+    def _check_queue_count(self, names: Collection[str]) -> None:
+        """Refuse a read of more queues than :attr:`ConnectionSettings.max_queues`, from
+        the topology answer's names, before any queue is modelled (issue 23 §4: the
+        per-queue work of 100,000 queues took 107 s and 3.7 GB)."""
+        limit = self.client.settings.max_queues
+        count = len(set(names) - {""})
+        if count > limit:
+            raise AnswerTooLarge(
+                f"the selector matches {count:,} queues in {self.name}, more than the "
+                f"{limit:,} one read may hold; read fewer — narrow the selector, e.g. "
+                "--selector '{namespace=\"team-a\"}' or '{job=\"my-controller\"}' "
+                "(profile.selector in the config) — or raise prometheus.max_queues "
+                "(QUEUELENS_PROMETHEUS_MAX_QUEUES)")
+
     def _snapshot(self, at: float, window_s: float, only: list[str] | None = None) -> Snapshot:
         profile = self.profile
         client = self.client
@@ -331,6 +454,8 @@ class PrometheusSource:
         processes: Sequence[Matcher] = ()
         if only:
             topology = client.query(profile.topology_query(window_s, only), at)
+            self._check_queue_count({smp.labels.get(profile.queue_label, "")
+                                     for smp in topology.samples})
             processes = profile.process_filter(smp.labels for smp in topology.samples) or ()
         queries = profile.queries(window_s, only, processes)
 
@@ -359,9 +484,13 @@ class PrometheusSource:
         results = _run_all(jobs, self.client.settings.parallelism, self.timeout_s)
         if topology is not None:
             results["topology"] = topology
+        else:
+            self._check_queue_count({smp.labels.get(profile.queue_label, "")
+                                     for smp in results["topology"].samples})
+        replicas: Sequence[Sample] = ()
         if probe is not None:
-            present = {smp.labels.get("__name__", "")
-                       for smp in results.pop("presence").samples}
+            replicas = results.pop("presence").samples
+            present = {smp.labels.get("__name__", "") for smp in replicas}
             wanted = [sq for sq in conditional if present & set(sq.requires)]
             if recordable:
                 queries = profile.queries(window_s, only, processes, recorded=present)
@@ -377,6 +506,8 @@ class PrometheusSource:
         warnings: list[str] = []
         for res in results.values():
             warnings += [w for w in res.warnings if w not in warnings]
+        if (note := _replica_note(profile, replicas, results["topology"].samples)) is not None:
+            warnings.append(note)
         by_signal = {sq.signal: sq for sq in queries}
         ql, cl = profile.queue_label, profile.controller_label
 
@@ -526,6 +657,11 @@ class PrometheusSource:
         reasons.cpu = cpu.derived(derived)
         queues = [reasons.queue(i, q, derived, external[i][1], warnings)
                   for i, q in enumerate(order)]
+        # values no queue can have (a negative rate, 1e12 workers), named once (the models
+        # leave them out: models.verdicts.screen)
+        warnings += [p for qs in queues for p in screen(qs).problems if p not in warnings]
+        if (note := _over_busy_note(queues)) is not None:
+            warnings.append(note)
         return Snapshot(at=at, window_s=window_s, source=self.name, queues=queues,
                         warnings=tuple(warnings))
 
@@ -626,6 +762,7 @@ class PrometheusSource:
         known = sorted({smp.labels.get(profile.queue_label, "")
                         for smp in fleet["topology"].samples} - {""})
         wanted = list(queues) if queues else known
+        self._check_queue_count(set(wanted))
         batches: list[list[str] | None]
         points = (b - a) // step + 1
         histograms = needed is None or any(r.startswith("histogram:") for r in needed)

@@ -19,9 +19,11 @@ export a metric: hostile text. So every output format neutralises what its reade
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn, TextIO
@@ -142,8 +144,12 @@ def terminal_lines(text: str) -> str:
 
 
 def warn(message: str, kind: str = "warning") -> None:
-    """One ``queuelens: <kind>: <message>`` line on stderr, control characters escaped."""
-    sys.stderr.write(f"queuelens: {kind}: {terminal_text(message)}\n")
+    """One ``queuelens: <kind>: <message>`` line on stderr, control characters escaped and
+    configured secrets redacted (:func:`collectors.errors.redact`: a second guard, whatever
+    built the message)."""
+    from collectors.errors import redact
+
+    sys.stderr.write(f"queuelens: {kind}: {terminal_text(redact(message))}\n")
 
 
 # --- argument types -----------------------------------------------------------------------
@@ -244,12 +250,24 @@ def work_duration(text: str) -> float:
     return value
 
 
+MAX_AT_S = 4102444800.0
+"""2100-01-01T00:00:00Z: the latest ``--at`` (and other command-line time) accepted. Later
+times hold no data, and near the year 9999 a range read's aligned end passes what a
+``datetime`` can hold — ``--at 253402300799`` ended as "not the Prometheus HTTP API"."""
+
+
 def parse_time(text: str) -> float:
-    """Unix seconds or RFC 3339 ('2024-01-01T00:30:00Z') -> unix seconds."""
+    """Unix seconds or RFC 3339 ('2024-01-01T00:30:00Z') -> unix seconds, from 1970 to
+    :data:`MAX_AT_S`."""
     try:
-        return timeparse.parse_time(text)
+        value = timeparse.parse_time(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    if not 0 <= value <= MAX_AT_S:
+        raise argparse.ArgumentTypeError(
+            f"not a time queuelens reads: {text[:40]!r} (from 1970-01-01 to 2100-01-01, "
+            f"unix seconds 0 to {MAX_AT_S:.0f})")
+    return value
 
 
 def parse_int_range(text: str) -> tuple[int, int]:
@@ -414,9 +432,16 @@ def dump_json(payload: Any, out: TextIO | None = None) -> None:
     import json
 
     text = json.dumps(jsonable(payload), indent=2, allow_nan=False, ensure_ascii=False)
-    # these characters can only occur inside JSON strings, where \\uXXXX means the same
-    text = _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    (out or sys.stdout).write(text + "\n")
+    (out or sys.stdout).write(escape_json_controls(text) + "\n")
+
+
+def escape_json_controls(text: str) -> str:
+    """JSON text (from :func:`json.dumps` with ``ensure_ascii=False``) with DEL, the C1
+    controls and the bidirectional-text controls written as ``\\uXXXX`` escapes: these
+    characters can only occur inside JSON strings, where the escape means the same, so the
+    document decodes to the same values and cannot drive a terminal (``json.dumps`` escapes
+    the C0 controls itself)."""
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _cell(value: Any) -> str:
@@ -602,8 +627,9 @@ def check_output_path(path: str, flag: str) -> None:
 def write_text_atomically(path: str, text: str, flag: str = "-o") -> None:
     """Write ``text`` to ``path`` via a temporary file in the same directory, then rename,
     so a failed run never leaves a half-written file or replaces a good one. The target is
-    checked by :func:`check_output_path`; the file is created with mode 0666 less the umask,
-    as any file the user's shell would create."""
+    checked by :func:`check_output_path`; a new file is created with mode 0666 less the umask,
+    as any file the user's shell would create, and a file written over keeps its mode (a
+    0600 report stays private)."""
     write_atomically(path, lambda fh: fh.write(text), flag)
 
 
@@ -620,12 +646,21 @@ def write_atomically(path: str, write: Callable[[TextIO], object], flag: str = "
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror}") from None
     try:
+        try:
+            existing = os.stat(path)
+        except OSError:
+            existing = None
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            if existing is not None and stat.S_ISREG(existing.st_mode):
+                os.fchmod(fh.fileno(), stat.S_IMODE(existing.st_mode))
             write(fh)
         os.replace(tmp, path)
-    except OSError as exc:
-        os.unlink(tmp)
-        raise CliError(f"cannot write {path}: {exc.strerror}") from None
+    except BaseException as exc:  # Ctrl-C too: never leave the temporary file behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise CliError(f"cannot write {path}: {exc.strerror}") from None
+        raise
 
 
 class ProgressBar:

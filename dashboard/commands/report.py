@@ -8,9 +8,11 @@ Reads one snapshot and one range for the whole fleet with the one analysis setti
 config file's ``analysis:``, then the flags; the same defaults as ``advise`` and the
 dashboard), through the advisor and the capacity plans (:mod:`dashboard.advice`), then
 writes the report (:mod:`dashboard.report`) to ``FILE`` (atomically: a partial file never
-replaces a good one) or to stdout with ``-o -``. HTML to stdout is refused when stdout is a
-terminal (a page of markup and inline scripts is of no use there): give ``-o FILE`` or
-redirect.
+replaces a good one) or to stdout with ``-o -``. No format writes a control character from
+a label value raw to stdout (a terminal would obey it): JSON writes them as ``\\u`` escapes,
+HTML and Markdown show them as ``\\x1b``-style escapes, CSV to stdout too (a file gets the
+exact text). HTML to stdout is refused when stdout is a terminal (a page of markup and
+inline scripts is of no use there): give ``-o FILE`` or redirect.
 Progress goes to stderr: a bar when stderr is a terminal, plain lines with ``--verbose``
 otherwise, nothing by default.
 """
@@ -29,6 +31,7 @@ from dashboard.cliutil import (
     check_output_path,
     parse_time,
     settings_from_args,
+    terminal_lines,
     write_text_atomically,
 )
 
@@ -79,12 +82,14 @@ def handle(args: argparse.Namespace) -> int:
     at = time.time() if args.at is None else args.at
     try:
         report = build_report(source, at, settings, progress=bar)
-        text = render(report, args.format, progress=bar)
+        text = render(report, args.format, progress=bar, terminal=args.output == "-")
     finally:
         if bar is not None:
             bar.close()
         close_source(source)
     if args.output == "-":
+        if args.format == "md":  # a second guard: nothing but its line breaks is a control
+            text = terminal_lines(text)
         sys.stdout.write(text)
         return 0
     write_text_atomically(args.output, text)

@@ -18,8 +18,8 @@ from dashboard.report.model import (
 # CSV
 # --------------------------------------------------------------------------------------------
 
-def render_csv(report: Report) -> str:
+def render_csv(report: Report, terminal: bool = False) -> str:
     """The per-queue table; :func:`dashboard.cliutil.format_csv` guards every text cell
     against formulas (:func:`dashboard.cliutil.csv_text`, the guard ``snapshot`` and every
-    other CSV use too)."""
-    return format_csv([q.row.cells() for q in report.queues], CSV_COLUMNS)
+    other CSV use too). ``terminal``: for stdout, control characters in cells as escapes."""
+    return format_csv([q.row.cells() for q in report.queues], CSV_COLUMNS, terminal=terminal)

@@ -167,6 +167,10 @@ EXPORT_MAX_JOBS = 2
 ~180 MB for the demo, more for a large fleet); a further click is told to wait."""
 EXPORT_TIMEOUT_S = 600.0
 """Longest an export job may run (a 1,000-queue HTML report takes ~7 s on the demo)."""
+MAX_EXPORT_TIMEOUT_S = 86400.0
+"""The longest ``QUEUELENS_EXPORT_TIMEOUT`` accepted (1 day): a job's own alarm
+(``signal.alarm``, whole seconds in a C ``unsigned int``) overflows far below ``1e300``, and
+every export then died at its start without a word."""
 EXPORT_ABANDON_S = 120.0
 """A job whose progress nobody asked for this long is cancelled (its tab was closed). Above
 a minute: a browser polls a hidden tab as rarely as once a minute."""
@@ -377,7 +381,7 @@ def _bounded_job(target: Callable[..., None], args: tuple[Any, ...], limit_s: fl
     import signal
 
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    signal.alarm(max(1, math.ceil(limit_s)))
+    signal.alarm(max(1, math.ceil(min(limit_s, MAX_EXPORT_TIMEOUT_S + EXPORT_KILL_GRACE_S))))
     target(*args)
 
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from dashboard.cliutil import jsonable
+from dashboard.cliutil import escape_json_controls, jsonable, terminal_text
 from dashboard.plan_words import change_text, evidence_label, evidence_value, plan_facts
 from models.plan import CapacityPlan
 
@@ -61,7 +61,10 @@ details summary{cursor:pointer;color:#0072B2}
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """Text for the page: control and bidirectional characters shown as escapes
+    (:func:`dashboard.cliutil.terminal_text`, as the dashboard's queue page shows a name),
+    then HTML-escaped."""
+    return html.escape(terminal_text(str(value)), quote=True)
 
 
 def _sev(severity: str) -> str:
@@ -168,7 +171,7 @@ def script_json(value: Any) -> str:
     except ValueError:  # a NaN or infinity somewhere: the slow path replaces them
         text = json.dumps(jsonable(value), allow_nan=False, ensure_ascii=False,
                           separators=(",", ":"), default=_json_scalar)
-    return text.translate(_SCRIPT_UNSAFE)
+    return escape_json_controls(text.translate(_SCRIPT_UNSAFE))
 
 
 def _json_scalar(value: Any) -> Any:

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from dashboard.advice import verdict_payload
-from dashboard.cliutil import jsonable
+from dashboard.cliutil import escape_json_controls, jsonable
 
 if TYPE_CHECKING:
 
@@ -64,5 +64,8 @@ def report_payload(report: Report) -> dict[str, Any]:
 
 
 def render_json(report: Report) -> str:
-    return json.dumps(report_payload(report), indent=2, allow_nan=False,
-                      ensure_ascii=False) + "\n"
+    """The document; DEL, C1 and bidirectional controls in label values as ``\\u`` escapes
+    (:func:`dashboard.cliutil.escape_json_controls`: the same values, nothing a terminal
+    obeys)."""
+    return escape_json_controls(json.dumps(report_payload(report), indent=2,
+                                           allow_nan=False, ensure_ascii=False)) + "\n"

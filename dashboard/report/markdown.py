@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from dashboard.cliutil import terminal_text
 from dashboard.plan_words import change_text, evidence_label, evidence_value, plan_facts
 from models.plan import CapacityPlan
 
@@ -35,7 +36,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
 def md_text(value: object) -> str:
     """A label value as inert Markdown text: Markdown punctuation backslash-escaped, inline
     HTML (``& < >``) as entities, pipes escaped (safe in table cells), newlines flattened."""
-    text = " ".join(str(value).split())
+    text = terminal_text(" ".join(str(value).split()))
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 

@@ -32,8 +32,11 @@ from dashboard.report.model import (
 # --------------------------------------------------------------------------------------------
 
 
-def render(report: Report, fmt: str, progress: Progress | None = None) -> str:
-    """The report in ``fmt`` (one of :data:`FORMATS`)."""
+def render(report: Report, fmt: str, progress: Progress | None = None,
+           terminal: bool = False) -> str:
+    """The report in ``fmt`` (one of :data:`FORMATS`). ``terminal``: the text goes to stdout,
+    where a terminal may read it: CSV cells show control characters as escapes (HTML,
+    Markdown and JSON never write them raw)."""
     if fmt == "html":
         return render_html(report, progress)
     if fmt == "md":
@@ -41,7 +44,7 @@ def render(report: Report, fmt: str, progress: Progress | None = None) -> str:
     if fmt == "json":
         return render_json(report)
     if fmt == "csv":
-        return render_csv(report)
+        return render_csv(report, terminal)
     raise ValueError(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}.")
 
 

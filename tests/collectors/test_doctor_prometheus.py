@@ -343,7 +343,7 @@ def test_an_empty_prometheus_says_nothing_is_scraped(
     assert "kubernetes_sd_configs" in wq["fix"]
     assert signals["apiserver_series"]["status"] == "missing"
     assert "job_name: kubernetes-apiservers" in signals["apiserver_series"]["fix"]
-    assert len(out["queries"]) == 7  # type: ignore[arg-type]
+    assert len(out["queries"]) == 8  # type: ignore[arg-type]
 
 
 def test_an_empty_prometheus_table_exits_0(empty_prometheus: PrometheusProcess) -> None:
@@ -359,7 +359,7 @@ def test_an_empty_prometheus_table_exits_0(empty_prometheus: PrometheusProcess) 
 def test_seven_queries_for_the_whole_fleet() -> None:
     queries = doctor_queries(Profile(selector=parse_selector('{name="x"}')), RANGE_S)
     assert list(queries) == ["presence", "unchanged", "le", "containers", "pods",
-                             "priorities", "up"]
+                             "priorities", "up", "replicas"]
     # process_* and go_* only of the processes that run a queue; the containers only of
     # the controllers' pods (the selector's queue matcher reaches the adds counter)
     assert ('{__name__=~"process_cpu_seconds_total|go_sched_gomaxprocs_threads|'
