@@ -160,7 +160,7 @@ def compact(n: int, tsdb: Path, workdir: Path, target: int) -> None:
 # --- measured commands (each run in a fresh process) -------------------------------------
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 ROOT, URL, WHAT, AT = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 RECORDED = sys.argv[5] != "raw"
 sys.path.insert(0, ROOT)
@@ -208,7 +208,10 @@ else:
     n = len(rows)
 elapsed = time.perf_counter() - t0
 cpu = time.process_time() - c0
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM (this process's own peak): Linux keeps ru_maxrss across execve, so ru_maxrss here
+# would be at least the benchmark parent's peak
+import re
+rss = int(re.search(r"VmHWM:\s+(\d+)", open("/proc/self/status").read()).group(1)) * 1024
 print(json.dumps({"s": elapsed, "cpu": cpu, "rss": rss, "queues": n, "urls": sent,
                   "parallelism": client.settings.parallelism}))
 """

@@ -36,12 +36,14 @@ def _cli_with_rss(*argv: str, timeout_s: float = 60) -> tuple[subprocess.Complet
                                                               int, float]:
     """The real CLI in a subprocess that reports its own peak RSS (KiB) on its last stderr
     line; the run's exit code, output, that RSS and the wall time."""
-    code = ("import resource, sys\n"
+    # VmHWM, not getrusage's ru_maxrss: Linux keeps ru_maxrss across execve, so a child of a
+    # large pytest process reports the parent's peak (874 MiB in the whole suite)
+    code = ("import re, sys\n"
             "from dashboard.cli import main\n"
             "try:\n    rc = main(sys.argv[1:])\n"
             "except SystemExit as exc:\n    rc = exc.code if isinstance(exc.code, int) else 1\n"
-            "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-            "file=sys.stderr)\nsys.exit(rc)\n")
+            "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+            "print('maxrss', hwm, file=sys.stderr)\nsys.exit(rc)\n")
     start = time.monotonic()
     res = subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True,
                          text=True, timeout=timeout_s)
