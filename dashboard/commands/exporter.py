@@ -9,8 +9,8 @@ import threading
 from types import FrameType
 from typing import Any
 
-from dashboard.cliutil import CliError, positive_int
-from dashboard.commands.simulate import seed
+from dashboard.cliutil import CliError, non_negative_duration, positive_int
+from dashboard.commands.simulate import bounded_duration, seed
 from models.limits import EXPORTER_MAX_QUEUES
 
 
@@ -38,6 +38,25 @@ def parse_listen(text: str) -> tuple[str, int]:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"port must be 0-65535, got {port}")
     return host, port
+
+
+# Kept in step with collectors.exporter (a test checks it; importing it here would slow down
+# `queuelens --help`, since it imports prometheus_client and the fleet).
+MAX_CACHE_INTERVAL_S = 300.0
+MAX_WAIT_S = 600.0
+
+
+def cache_interval(text: str) -> float:
+    """--cache-interval: 'auto' (-1: derived from the last computation) or a duration from 0
+    to :data:`MAX_CACHE_INTERVAL_S`."""
+    if text.strip().lower() == "auto":
+        return -1.0
+    value = non_negative_duration(text)
+    if value > MAX_CACHE_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_CACHE_INTERVAL_S:g}s (staler values make a scraper's rates "
+            f"meaningless), got {text!r}")
+    return value
 
 
 # The demo regimes and their controllers (models.fleet.DEMO_QUEUES; a test keeps this in
@@ -69,6 +88,17 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--queues", type=queue_count, default=None, metavar="N",
                         help="serve a larger synthetic fleet of N queues instead (at most "
                         f"{EXPORTER_MAX_QUEUES:,})")
+    parser.add_argument("--cache-interval", type=cache_interval, default=-1.0,
+                        metavar="auto|DURATION",
+                        help="serve the last exposition to every scrape within this long of "
+                        "its computation: 'auto' (default: as long as the last computation "
+                        "took, at least 1s, at most 5m) or 0 to 5m; bare number = seconds")
+    parser.add_argument("--scrape-wait", type=bounded_duration(MAX_WAIT_S), default=30.0,
+                        metavar="DURATION",
+                        help="how long a scrape waits for another scrape's computation (one "
+                        "runs at a time) before it gets 503 (default 30s, at most 10m; "
+                        "Prometheus's scrape timeout header shortens it); bare number = "
+                        "seconds")
     parser.add_argument("--seed", type=seed, default=0,
                         help="seed of the demo noise, 0 to 2^64 − 1 (default 0)")
     parser.set_defaults(func=run)
@@ -81,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
     source = DemoSource(scenario=args.scenario, seed=args.seed, queues=args.queues)
     host, port = args.listen
     try:
-        server, thread = serve(source.fleet, host, port)
+        server, thread = serve(source.fleet, host, port, cache_interval_s=args.cache_interval,
+                               wait_s=args.scrape_wait)
     except OSError as exc:
         raise CliError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     stop = threading.Event()
