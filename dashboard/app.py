@@ -328,6 +328,7 @@ def build_dash_app(
     _register_host_check(server, allowed_hosts)
     _register_too_large(server, limits)
     _register_security_headers(server)
+    _register_callback_check(server, app)
 
     for name in PAGE_MODULES:
         module = importlib.import_module(f"dashboard.pages.{name}")
@@ -562,6 +563,40 @@ def _register_host_check(server: flask.Flask, allowed: Collection[str] | None) -
                               status=400, mimetype="text/plain")
 
     server.before_request(check_host)
+
+
+def _register_callback_check(server: flask.Flask, app: dash.Dash) -> None:
+    """A forged callback request is answered 400 with one sentence, not a bare 500 with a
+    traceback in the log (issue 23, Low; found by tests/fuzz): a body that is not a callback
+    request, an output whose callback runs in the browser (Dash's server has no function for
+    it and raises KeyError), and a page address (Dash's own ``_pages_location`` inputs, which
+    Dash's router takes for text) that is not text. The pages' callbacks check their own
+    values."""
+
+    def refuse(sentence: str) -> flask.Response:
+        return flask.Response(sentence + "\n", status=400, mimetype="text/plain")
+
+    def check_callback() -> flask.Response | None:
+        request = flask.request
+        if request.method != "POST" or not request.path.endswith("/_dash-update-component"):
+            return None
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict) or not isinstance(body.get("output"), str):
+            return refuse("This is not a dashboard callback request.")
+        entry = app.callback_map.get(body["output"])
+        if entry is None or "callback" not in entry:
+            return refuse("This dashboard has no server callback for that output.")
+        prefix = str(app.config.requests_pathname_prefix)
+        for item in body.get("inputs") or []:
+            if not isinstance(item, dict) or item.get("id") != "_pages_location":
+                continue
+            value = item.get("value")
+            if not isinstance(value, str) or (item.get("property") == "pathname"
+                                              and not value.startswith(prefix)):
+                return refuse("The page address is not text under this dashboard's path.")
+        return None
+
+    server.before_request(check_callback)
 
 
 def _register_security_headers(server: flask.Flask) -> None:

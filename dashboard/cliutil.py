@@ -67,7 +67,7 @@ class OneLineParser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{terminal_text(self.prog)}: error: {terminal_text(message)}\n")
+        sys.stderr.write(f"{terminal_text(self.prog)}: error: {message_line(message)}\n")
         raise SystemExit(EXIT_USAGE)
 
 
@@ -143,13 +143,27 @@ def terminal_lines(text: str) -> str:
     return "\n".join(terminal_text(line) for line in text.split("\n"))
 
 
+MAX_MESSAGE_CHARS = 1000
+"""The longest error or warning line: a message quoting a 100,000-character argument (found by
+tests/fuzz) keeps its start and its end (the advice, e.g. "use e.g. 30s"), the middle cut."""
+
+
+def message_line(text: str) -> str:
+    """:func:`terminal_text` of ``text``, at most :data:`MAX_MESSAGE_CHARS` characters: the
+    first 700 and the last 250, an ``…`` between them saying what was cut."""
+    line = terminal_text(text)
+    if len(line) <= MAX_MESSAGE_CHARS:
+        return line
+    return f"{line[:700]} …({len(line) - 950:,} characters cut)… {line[-250:]}"
+
+
 def warn(message: str, kind: str = "warning") -> None:
     """One ``queuelens: <kind>: <message>`` line on stderr, control characters escaped and
     configured secrets redacted (:func:`collectors.errors.redact`: a second guard, whatever
     built the message)."""
     from collectors.errors import redact
 
-    sys.stderr.write(f"queuelens: {kind}: {terminal_text(redact(message))}\n")
+    sys.stderr.write(f"queuelens: {kind}: {message_line(redact(message))}\n")
 
 
 # --- argument types -----------------------------------------------------------------------

@@ -69,6 +69,11 @@ KeysState = dict[str, Any]
 Point = tuple[int, str, str, bool, str]
 
 
+MAX_EXAMPLE_NAME = 64
+"""An example name longer than this is cut before the "no example named" sentence echoes it
+(the longest example's name is 23 characters; a forged one could be megabytes)."""
+
+
 # --- pure state machine ----------------------------------------------------------------------
 
 def load_trace(text: str | None, example_name: str | None = None) -> KeysState:
@@ -209,6 +214,15 @@ def keys_control(
     last step it starts again at 0) or ``keys-interval`` (Play's tick: one step, pause at the
     end).
     """
+    if trace_text is not None and not isinstance(trace_text, str):
+        # a forged value (the page's text box only sends text): say so, run nothing
+        bad = load_trace("")
+        bad["error"] = "The trace is not text: type operations such as \"add A; get; done A\"."
+        return "", None, bad, False
+    if not isinstance(example_name, str):
+        example_name = None  # a forged value: the dropdown only sends an example's name
+    elif len(example_name) > MAX_EXAMPLE_NAME:
+        example_name = example_name[:MAX_EXAMPLE_NAME] + "…"  # the sentence echoes it
     text = trace_text or ""
     if trigger == "keys-example" and example_name:
         try:

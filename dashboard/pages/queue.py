@@ -832,7 +832,10 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
     )
     def _refresh(range_key: str | None, _n: int | None, name: str | None,
                  xrange: object) -> tuple[Any, ...]:
-        range_key = range_key or DEFAULT_RANGE
+        # a forged value (the dropdown and the store send text) reads as absent: the
+        # default range, no queue named — each answered by the page's own sentence
+        range_key = range_key if isinstance(range_key, str) and range_key else DEFAULT_RANGE
+        name = name if isinstance(name, str) else None
         with ctx.refresh_budget():  # every read of the refresh shares one budget
             view = queue_view(ctx.source, name or "", range_key, ctx.now(), ctx.settings)
         if dash.ctx.triggered_id == "queue-range":

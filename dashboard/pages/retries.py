@@ -504,5 +504,7 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         bucket: list[str] | None, qps: object, burst: object, dependency: object,
         horizon: object, healthy_rate: object, workers: object, service: object,
     ) -> tuple[Any, Any, Any, Any, Any, Any, str]:
-        return retries_render(keys, outage, base, cap, jitter, "on" in (bucket or []), qps,
+        # the checklist sends a list of its ticked values; a forged one (True, 5) is "off"
+        bucket_on = isinstance(bucket, list) and "on" in bucket
+        return retries_render(keys, outage, base, cap, jitter, bucket_on, qps,
                               burst, dependency, horizon, healthy_rate, workers, service)
