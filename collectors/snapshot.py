@@ -41,6 +41,7 @@ import logging
 import math
 import queue
 import threading
+import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
@@ -373,10 +374,31 @@ class PrometheusSource:
         self.budget_hint = budget_hint
         self._budget: Deadline | None = None
         self._budget_lock = threading.Lock()
+        self._presence: dict[tuple[str, float], tuple[float, InstantResult]] = {}
+        self._presence_lock = threading.Lock()
 
     @property
     def name(self) -> str:
         return self.client.source
+
+    def _fleet_presence(self, promql: str, at: float) -> InstantResult:
+        """A fleet-wide presence answer (which metrics, recorded series and replica labels
+        exist) asked once per instant for :data:`PRESENCE_REUSE_S`: the batches of the
+        streaming cold start read at one instant, and each asked it again — 3.3 s of the
+        snapshot's and 4.3 s of the range read's time for every batch of 25 queues at 10,000
+        queues with recorded rules (the answer counts every series of those names)."""
+        key = (promql, at)
+        now = time.monotonic()
+        with self._presence_lock:
+            hit = self._presence.get(key)
+            if hit is not None and now - hit[0] < PRESENCE_REUSE_S:
+                return hit[1]
+        result = self.client.query(promql, at)
+        with self._presence_lock:
+            self._presence[key] = (now, result)
+            while len(self._presence) > PRESENCE_MEMO_SIZE:
+                del self._presence[next(iter(self._presence))]
+        return result
 
     @property
     def timeout_s(self) -> float:
@@ -474,7 +496,8 @@ class PrometheusSource:
         jobs = {sq.signal: instant(sq.promql) for sq in queries
                 if not sq.requires and sq.signal not in recordable}
         if probe is not None:
-            jobs["presence"] = instant(probe)
+            asked: str = probe
+            jobs["presence"] = lambda: self._fleet_presence(asked, at)
         if topology is None:
             jobs["topology"] = instant(profile.topology_query(window_s))
         if not profile.scrape_interval_s:
@@ -745,7 +768,7 @@ class PrometheusSource:
         # (present at its start and its end) at this read's rate window.
         recorded_q = profile.recorded_presence_query(since=a)
         if recorded_q is not None:
-            fleet_jobs["recorded"] = lambda: client.query(recorded_q, b)
+            fleet_jobs["recorded"] = lambda: self._fleet_presence(recorded_q, b)
         needed = raw_inputs(signals) if signals is not None else None
 
         def wanted_query(sq: SignalQuery) -> bool:
@@ -861,6 +884,12 @@ others answer the direct matrix of their own name)."""
 
 _RANGE_KEYS = frozenset({"queue", "controller", "queue_le", "controller_result"})
 """The keys of the queries a range batch reads (per process and per cluster: read once)."""
+
+PRESENCE_REUSE_S = 60.0
+"""How long a fleet-wide presence answer at one instant is reused by the reads at that
+instant (:meth:`PrometheusSource._fleet_presence`): one cold start's batches, not a later
+refresh (it reads at a later instant)."""
+PRESENCE_MEMO_SIZE = 8
 
 RANGE_BATCH_QUEUES = 250
 """Queue names per batch of a large range read: 250 names of 60 characters keep each query's

@@ -145,8 +145,9 @@ def test_range_of_some_signals_reads_only_their_queries(
     before = src.client.query_count
     some = src.range(AT - 3600, AT, 60, signals=HISTORY_SIGNALS)
     # the advisor's history needs neither histogram nor the slope of unfinished work: the two
-    # bucket queries and the deriv() query are not sent
-    assert src.client.query_count - before == full_queries - 3
+    # bucket queries and the deriv() query are not sent, and the fleet's presence answer at
+    # that instant is the first read's (PrometheusSource._fleet_presence)
+    assert src.client.query_count - before == full_queries - 4
     assert set(some.signals) <= HISTORY_SIGNALS
     assert {"arrival_rate_per_s", "service_mean_s", "api_calls_by_class_per_s.429",
             "depth_mean"} <= set(some.signals)
@@ -262,3 +263,30 @@ def test_a_batch_reads_only_its_processes(backfilled_prometheus: PrometheusProce
     assert j is not None
     for name in ("api_calls_per_s", "throttle_s_per_s"):
         np.testing.assert_array_equal(one.matrix(name)[i], whole.matrix(name)[j], err_msg=name)
+
+
+@pytest.mark.prometheus
+def test_the_batches_of_one_instant_ask_the_fleets_presence_once(
+    backfilled_prometheus: PrometheusProcess, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The streaming cold start's batches read at one instant: the fleet-wide presence answer
+    (it counts every series of the names it asks for: seconds at 10,000 queues) is asked by the
+    first batch only; a read at another instant asks again."""
+    src = _source(backfilled_prometheus.url)
+    sent: list[str] = []
+    query = src.client.query
+
+    def recording(promql: str, at: float) -> object:
+        sent.append(promql)
+        return query(promql, at)
+
+    monkeypatch.setattr(src.client, "query", recording)
+    names = sorted(q.queue for q in src.snapshot(AT, WINDOW_S).queues)
+    sent.clear()
+    first = src.snapshot(AT, WINDOW_S, queues=names[:2])
+    second = src.snapshot(AT, WINDOW_S, queues=names[2:])
+    presence = [q for q in sent if q.startswith("count by (__name__")]
+    assert presence == []  # the whole-fleet snapshot at AT asked it already
+    assert {q.queue for q in first.queues} | {q.queue for q in second.queues} == set(names)
+    src.snapshot(AT + 60, WINDOW_S, queues=names[:2])
+    assert len([q for q in sent if q.startswith("count by (__name__")]) == 1
