@@ -225,19 +225,25 @@ class CachedSource:
         with self._lock:
             done = self._mono()
             for key, family, value in ((skey, sfamily, snapshot), (rkey, rfamily, data)):
-                self._entries[key] = (done, value)
-                self._entries.move_to_end(key)
-                self._last_good[family] = value
-                self._last_good.move_to_end(family)
-                self._recent[family] = (done, took_s)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
-            while len(self._last_good) > self.max_entries:
-                old_family, _ = self._last_good.popitem(last=False)
-                self._recent.pop(old_family, None)
-            self._last_error = None
-            self._stale_since = None
-            self._last_success = self._wall()
+                self._keep_locked(key, family, value, done, took_s)
+
+    def _keep_locked(self, key: Hashable, family: Hashable, value: Any, done: float,
+                     took_s: float) -> None:
+        """Keep a good read (the lock held): its entry, its family's last good value and how
+        long it took, the oldest evicted beyond :attr:`max_entries`; the source is healthy."""
+        self._entries[key] = (done, value)
+        self._entries.move_to_end(key)
+        self._last_good[family] = value
+        self._last_good.move_to_end(family)
+        self._recent[family] = (done, took_s)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+        while len(self._last_good) > self.max_entries:
+            old_family, _ = self._last_good.popitem(last=False)
+            self._recent.pop(old_family, None)
+        self._last_error = None
+        self._stale_since = None
+        self._last_success = self._wall()
 
     def range(
         self, start: float, end: float, step_s: float, queues: Sequence[str] | None = None,
@@ -348,21 +354,9 @@ class CachedSource:
             raise
         with self._lock:
             self._flights.pop(key, None)
-            self._entries[key] = (self._mono(), result)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
             self._errors.pop(key, None)
-            self._last_good[family] = result
-            self._last_good.move_to_end(family)
             done = self._mono()
-            self._recent[family] = (done, done - started)
-            while len(self._last_good) > self.max_entries:
-                old_family, _ = self._last_good.popitem(last=False)
-                self._recent.pop(old_family, None)
-            self._last_error = None
-            self._stale_since = None
-            self._last_success = self._wall()
+            self._keep_locked(key, family, result, done, done - started)
             flight.result = result
             flight.done.set()
         return result
