@@ -131,8 +131,14 @@ class Browser:
         )
 
     def text(self, element_id: str) -> str:
+        from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.common.by import By
 
+        for _ in range(3):  # a refresh may replace the element between finding and reading it
+            try:
+                return str(self.driver.find_element(By.ID, element_id).text)
+            except StaleElementReferenceException:
+                continue
         return str(self.driver.find_element(By.ID, element_id).text)
 
     def wait_for(
