@@ -1064,12 +1064,12 @@ class Profile:
             pods = f'label_replace({pods}, "{pod}", "$1", "{mine}", "(.+)")'
         return f" and on ({on}) {pods}"
 
-    def presence_query(self, queries: Sequence[SignalQuery], recorded: bool = False
-                       ) -> str | None:
+    def presence_query(self, queries: Sequence[SignalQuery]) -> str | None:
         """Which of the sample names the ``queries`` require exist (an instant selector:
-        series with a sample in the last 5 minutes), as one answer keyed by ``__name__``;
-        ``recorded``: the recorded series' names too (:meth:`recorded_presence_regex`), in
-        the same query. Grouped by the replica labels too (:meth:`replica_labels`): a name
+        series with a sample in the last 5 minutes), as one answer keyed by ``__name__``
+        (the recorded series' names are asked apart, :meth:`recorded_presence_query`: their
+        answer counts every recorded series, seconds at 10,000 queues). Grouped by the
+        replica labels too (:meth:`replica_labels`): a name
         answered once per value of one of them is an HA pair's (the snapshot's check,
         :func:`collectors.snapshot._replica_note`), at no extra query. None when nothing is
         asked."""
@@ -1078,9 +1078,6 @@ class Profile:
         if alternatives:
             # the adds counters carry the replica labels wherever there is a queue
             alternatives.append(regex_literal(self.metrics.adds))
-        pattern = self.recorded_presence_regex() if recorded else None
-        if pattern is not None:
-            alternatives.append(pattern)
         if not alternatives:
             return None
         regex = "|".join(alternatives)

@@ -45,6 +45,7 @@ import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -376,29 +377,78 @@ class PrometheusSource:
         self._budget_lock = threading.Lock()
         self._presence: dict[tuple[str, float], tuple[float, InstantResult]] = {}
         self._presence_lock = threading.Lock()
+        self._presence_pending: dict[tuple[str, float], Future[InstantResult]] = {}
 
     @property
     def name(self) -> str:
         return self.client.source
 
     def _fleet_presence(self, promql: str, at: float) -> InstantResult:
+        """:meth:`_presence_answer`, waiting for the answer."""
+        result = self._presence_answer(promql, at, wait=True)
+        if result is None:  # a waiting read has the answer or the error: never here
+            raise CollectorError("the presence query gave no answer")
+        return result
+
+    def _known_presence(self, promql: str, at: float) -> InstantResult | None:
+        """:meth:`_presence_answer`, not waiting for the answer (None while it is not known)."""
+        return self._presence_answer(promql, at, wait=False)
+
+    def _presence_answer(self, promql: str, at: float, wait: bool) -> InstantResult | None:
         """A fleet-wide presence answer (which metrics, recorded series and replica labels
         exist) asked once per instant for :data:`PRESENCE_REUSE_S`: the batches of the
         streaming cold start read at one instant, and each asked it again — 3.3 s of the
         snapshot's and 4.3 s of the range read's time for every batch of 25 queues at 10,000
-        queues with recorded rules (the answer counts every series of those names)."""
+        queues with recorded rules (the answer counts every series of those names). Reads
+        asking at once share one request.
+
+        ``wait=False`` (a read of named queues, :meth:`_known_presence`): the answer if it
+        is known, else None — it is then asked in the background for the next reads — so
+        that the first batch of a cold start does not wait 13 s for the recorded series'
+        answer to read its few queues: those read their raw counters, which give the same
+        numbers (the recorded rates are the raw rates, tested to 1e-9)."""
         key = (promql, at)
-        now = time.monotonic()
         with self._presence_lock:
             hit = self._presence.get(key)
-            if hit is not None and now - hit[0] < PRESENCE_REUSE_S:
+            if hit is not None and time.monotonic() - hit[0] < PRESENCE_REUSE_S:
                 return hit[1]
-        result = self.client.query(promql, at)
+            pending = self._presence_pending.get(key)
+            mine = pending is None
+            if pending is None:
+                pending = self._presence_pending[key] = Future()
+        if mine and not wait:
+            threading.Thread(target=self._ask_presence, args=(key, pending), daemon=True,
+                             name="queuelens-presence").start()
+            return None
+        if mine:
+            self._ask_presence(key, pending)
+        elif not wait:
+            done = pending.done() and pending.exception() is None
+            return pending.result() if done else None
+        try:
+            return pending.result(timeout=self.timeout_s + PRESENCE_WAIT_MARGIN_S)
+        except FutureTimeout:
+            raise PrometheusTimeout(
+                f"the presence query asked by another read did not answer within "
+                f"{self.timeout_s:g} s") from None
+
+    def _ask_presence(self, key: tuple[str, float], pending: Future[InstantResult]) -> None:
+        """Ask one presence query and give its answer (or its error) to every read waiting
+        for it; a good answer is kept for :data:`PRESENCE_REUSE_S`."""
+        try:
+            result = self.client.query(*key)
+        except BaseException as exc:  # handed to the reads waiting for it
+            with self._presence_lock:
+                self._presence_pending.pop(key, None)
+            pending.set_exception(exc)
+            log.debug("presence query failed: %s", exc)
+            return
         with self._presence_lock:
-            self._presence[key] = (now, result)
+            self._presence[key] = (time.monotonic(), result)
+            self._presence_pending.pop(key, None)
             while len(self._presence) > PRESENCE_MEMO_SIZE:
                 del self._presence[next(iter(self._presence))]
-        return result
+        pending.set_result(result)
 
     @property
     def timeout_s(self) -> float:
@@ -490,14 +540,25 @@ class PrometheusSource:
         # REST metrics, and 19 empty answers cost the snapshot a quarter of its time.
         # The rates that recorded series can serve (queuelens rules --recording) wait for the
         # same presence answer, and are then read from them or raw.
+        # The recorded names are asked apart (their answer counts every recorded series: 13 s
+        # at 10,000 queues): a read of named queues does not wait for it
+        # (:meth:`_known_presence`).
         recordable = set(profile.read_rates()) if profile.recorded_presence_regex() else set()
         conditional = [sq for sq in queries if sq.requires]
-        probe = profile.presence_query(conditional, recorded=bool(recordable))
+        probe = profile.presence_query(conditional)
+        recorded_probe = profile.recorded_presence_query() if recordable else None
         jobs = {sq.signal: instant(sq.promql) for sq in queries
                 if not sq.requires and sq.signal not in recordable}
         if probe is not None:
             asked: str = probe
             jobs["presence"] = lambda: self._fleet_presence(asked, at)
+        recorded_answer: InstantResult | None = None
+        if recorded_probe is not None:
+            rec_asked: str = recorded_probe
+            if only:
+                recorded_answer = self._known_presence(rec_asked, at)
+            else:
+                jobs["recorded"] = lambda: self._fleet_presence(rec_asked, at)
         if topology is None:
             jobs["topology"] = instant(profile.topology_query(window_s))
         if not profile.scrape_interval_s:
@@ -511,20 +572,28 @@ class PrometheusSource:
             self._check_queue_count({smp.labels.get(profile.queue_label, "")
                                      for smp in results["topology"].samples})
         replicas: Sequence[Sample] = ()
+        present: set[str] = set()
         if probe is not None:
             replicas = results.pop("presence").samples
             present = {smp.labels.get("__name__", "") for smp in replicas}
-            wanted = [sq for sq in conditional if present & set(sq.requires)]
-            if recordable:
-                queries = profile.queries(window_s, only, processes, recorded=present)
-                wanted += [sq for sq in queries if sq.signal in recordable]
-                if (why := profile.recorded_mismatch(present, window_s)) is not None:
-                    log.debug("snapshot at %s: %s", at, why)
+        if "recorded" in results:
+            recorded_answer = results.pop("recorded")
+        if recorded_answer is not None:
+            present |= {smp.labels.get("__name__", "") for smp in recorded_answer.samples}
+        wanted = [sq for sq in conditional if present & set(sq.requires)]
+        if recordable:
+            queries = profile.queries(window_s, only, processes, recorded=present)
+            wanted += [sq for sq in queries if sq.signal in recordable]
+            if recorded_answer is None:
+                log.debug("snapshot at %s: the recorded series' presence is not known yet; "
+                          "the named queues are read from the raw counters", at)
+            elif (why := profile.recorded_mismatch(present, window_s)) is not None:
+                log.debug("snapshot at %s: %s", at, why)
+        if wanted:
             results.update(_run_all({sq.signal: instant(sq.promql) for sq in wanted},
-                                    self.client.settings.parallelism, self.timeout_s)
-                           if wanted else {})
-            results.update({sq.signal: InstantResult([]) for sq in conditional
-                            if sq.signal not in results})
+                                    self.client.settings.parallelism, self.timeout_s))
+        results.update({sq.signal: InstantResult([]) for sq in conditional
+                        if sq.signal not in results})
 
         warnings: list[str] = []
         for res in results.values():
@@ -767,7 +836,11 @@ class PrometheusSource:
         # Recorded series stand in for the raw rates when they cover the whole range
         # (present at its start and its end) at this read's rate window.
         recorded_q = profile.recorded_presence_query(since=a)
-        if recorded_q is not None:
+        recorded_answer: InstantResult | None = None
+        if recorded_q is not None and queues:
+            # named queues do not wait for the fleet's answer (:meth:`_known_presence`)
+            recorded_answer = self._known_presence(recorded_q, b)
+        elif recorded_q is not None:
             fleet_jobs["recorded"] = lambda: self._fleet_presence(recorded_q, b)
         needed = raw_inputs(signals) if signals is not None else None
 
@@ -778,8 +851,9 @@ class PrometheusSource:
             for i, eff in enumerate(profile.external_effects):
                 fleet_jobs[f"external:{i}"] = ranged(eff.render(window))
         fleet = _run_all(fleet_jobs, parallelism, self.timeout_s)
-        recorded = (profile.recorded_found(smp.labels for smp in fleet.pop("recorded").samples)
-                    if recorded_q is not None else set())
+        recorded_answer = fleet.pop("recorded", recorded_answer)
+        recorded = (profile.recorded_found(smp.labels for smp in recorded_answer.samples)
+                    if recorded_answer is not None else set())
         if (why := profile.recorded_mismatch(recorded, window)) is not None:
             log.debug("range [%s, %s]: %s", a, b, why)
         known = sorted({smp.labels.get(profile.queue_label, "")
@@ -890,6 +964,9 @@ PRESENCE_REUSE_S = 60.0
 instant (:meth:`PrometheusSource._fleet_presence`): one cold start's batches, not a later
 refresh (it reads at a later instant)."""
 PRESENCE_MEMO_SIZE = 8
+PRESENCE_WAIT_MARGIN_S = 5.0
+"""A read waiting for the presence query another read sent waits for that query's own
+timeout and this much more (the answer's decoding) before it gives up."""
 
 RANGE_BATCH_QUEUES = 250
 """Queue names per batch of a large range read: 250 names of 60 characters keep each query's

@@ -137,4 +137,5 @@ def test_queries_beyond_the_queue_are_sent_only_where_their_metrics_exist(
     client = PrometheusClient(ConnectionSettings(url=beyond_prometheus.url))
     profile = Profile(cluster_labels=("cluster",))
     PrometheusSource(client, profile).snapshot(float(bo.AT), bo.WINDOW_S)
-    assert client.request_count == 43  # 40 signals, presence, topology, lookback
+    # 40 signals, the presence of the metrics and of the recorded series, topology, lookback
+    assert client.request_count == 44
