@@ -386,8 +386,7 @@ class PrometheusSource:
     def _fleet_presence(self, promql: str, at: float) -> InstantResult:
         """:meth:`_presence_answer`, waiting for the answer."""
         result = self._presence_answer(promql, at, wait=True)
-        if result is None:  # a waiting read has the answer or the error: never here
-            raise CollectorError("the presence query gave no answer")
+        assert result is not None  # a waiting read has the answer or raises its error
         return result
 
     def _known_presence(self, promql: str, at: float) -> InstantResult | None:
@@ -538,11 +537,11 @@ class PrometheusSource:
         # presence query goes with the others, and the conditional ones follow for the
         # metrics it found — most Prometheus servers have no API-server series or opt-in
         # REST metrics, and 19 empty answers cost the snapshot a quarter of its time.
-        # The rates that recorded series can serve (queuelens rules --recording) wait for the
-        # same presence answer, and are then read from them or raw.
-        # The recorded names are asked apart (their answer counts every recorded series: 13 s
-        # at 10,000 queues): a read of named queues does not wait for it
-        # (:meth:`_known_presence`).
+        # The rates that recorded series can serve (queuelens rules --recording) are read from
+        # them or raw once the recorded names' presence is known. Those names are asked apart
+        # (their answer counts every recorded series: 13 s at 10,000 queues): a whole-fleet
+        # read waits for it, a read of named queues does not (:meth:`_known_presence`) and
+        # reads the raw counters until it is known.
         recordable = set(profile.read_rates()) if profile.recorded_presence_regex() else set()
         conditional = [sq for sq in queries if sq.requires]
         probe = profile.presence_query(conditional)
@@ -854,7 +853,10 @@ class PrometheusSource:
         recorded_answer = fleet.pop("recorded", recorded_answer)
         recorded = (profile.recorded_found(smp.labels for smp in recorded_answer.samples)
                     if recorded_answer is not None else set())
-        if (why := profile.recorded_mismatch(recorded, window)) is not None:
+        if recorded_q is not None and recorded_answer is None:
+            log.debug("range [%s, %s]: the recorded series' presence is not known yet; the "
+                      "named queues are read from the raw counters", a, b)
+        elif (why := profile.recorded_mismatch(recorded, window)) is not None:
             log.debug("range [%s, %s]: %s", a, b, why)
         known = sorted({smp.labels.get(profile.queue_label, "")
                         for smp in fleet["topology"].samples} - {""})

@@ -53,6 +53,18 @@ def _waiters(source: PrometheusSource, n: int) -> tuple[list[threading.Thread], 
     return threads, out
 
 
+def _waiting_on_the_request(source: PrometheusSource, n: int) -> None:
+    """Until ``n`` reads wait on the one pending request's answer (the threads blocked in its
+    Future's condition: CPython's ``Condition._waiters``), so that what the test asserts next
+    is the sharing, not a late thread finding the answer kept."""
+    def count() -> int:
+        with source._presence_lock:
+            pending = list(source._presence_pending.values())
+        conditions: list[Any] = [f._condition for f in pending]
+        return sum(len(c._waiters) for c in conditions)
+    _until(lambda: count() >= n)
+
+
 def _until(cond: Any) -> None:
     deadline = time.monotonic() + 10.0
     while not cond():
@@ -65,7 +77,7 @@ def test_reads_asking_at_once_share_one_request() -> None:
     source = _source(client)
     threads, got = _waiters(source, 3)
     _until(lambda: client.asked)
-    time.sleep(0.1)  # the other two are waiting on the first one's request
+    _waiting_on_the_request(source, 2)  # the other two wait on the first one's request
     client.release.set()
     for t in threads:
         t.join(10.0)
@@ -94,7 +106,7 @@ def test_a_failed_request_is_every_waiters_error_and_is_asked_again() -> None:
     source = _source(client)
     threads, got = _waiters(source, 2)
     _until(lambda: client.asked)
-    time.sleep(0.1)
+    _waiting_on_the_request(source, 1)  # a failure is not kept: a late read would ask again
     client.release.set()
     for t in threads:
         t.join(10.0)

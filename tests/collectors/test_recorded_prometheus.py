@@ -198,16 +198,20 @@ def _known(source: PrometheusSource, promql: str | None, at: float) -> None:
 
 
 def test_a_read_of_named_queues_reads_raw_until_the_fleets_answer_is_known(
-        ruled: PrometheusProcess) -> None:
+        ruled: PrometheusProcess, caplog: pytest.LogCaptureFixture) -> None:
     """The streaming cold start's first batch does not wait for the recorded series'
     presence (it counts every recorded series: 13 s at 10,000 queues): its few queues are
-    read raw — the same numbers — while the answer is asked in the background, and the
-    next reads of the same instant use the recorded series."""
+    read raw — the same numbers — while the answer is asked in the background (the debug
+    log says so), and the next reads of the same instant use the recorded series."""
     recorded, raw, spy = _sources(ruled.url)
     named = ["q00003", "q00004"]
     a = AT - 1800
-    snap = recorded.snapshot(AT, SETTINGS.window_s, named)
-    got = recorded.range(a, AT, SETTINGS.step_s, named)
+    with caplog.at_level(logging.DEBUG, logger="collectors.snapshot"):
+        snap = recorded.snapshot(AT, SETTINGS.window_s, named)
+        got = recorded.range(a, AT, SETTINGS.step_s, named)
+    not_known = [r.message for r in caplog.records
+                 if "the recorded series' presence is not known yet" in r.message]
+    assert len(not_known) == 2, caplog.text  # the snapshot's and the range read's
     assert _recorded_reads(spy.sent, "5m") == 0
     assert _recorded_reads(spy.sent, "1m") == 0
     assert [q.queue for q in snap.queues] == named
