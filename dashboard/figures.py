@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dashboard.signals import Series
-from models.formatting import number_text, sig
+from models.formatting import HOVER_Y, number_text, sig
 
 Figure = dict[str, Any]
 """A Plotly figure as plain data: ``{"data": [trace dicts], "layout": {...}}``."""
@@ -236,7 +236,7 @@ def lab_figure(
             mode="lines",
             name="predicted: max(0, q0 + (λ − μ)·t)",
             line={"color": ORANGE, "width": 2.5, "dash": "dash"},
-            hovertemplate="predicted %{y:,.3~r} items<extra></extra>",
+            hovertemplate="predicted " + HOVER_Y + " items<extra></extra>",
         ),
         _scatter(
             x=list(steps_t),
@@ -244,7 +244,7 @@ def lab_figure(
             mode="markers",
             name="lab backlog after each step",
             marker={"size": 10, "color": BLUE, "line": {"color": "#ffffff", "width": 1}},
-            hovertemplate="lab %{y:,.3~r} items<extra></extra>",
+            hovertemplate="lab " + HOVER_Y + " items<extra></extra>",
         ),
     ]
     if clear_time is not None and math.isfinite(clear_time):
@@ -360,7 +360,7 @@ def time_series_figure(
         trace = _scatter(
             x=xs, y=ys, mode="lines", name=name, connectgaps=False,
             line={"color": line.color, "width": line.width, "dash": line.dash},
-            hovertemplate="%{y:,.3~r}" + (f" {unit}" if unit else "") + "<extra>" + name
+            hovertemplate=HOVER_Y + (f" {unit}" if unit else "") + "<extra>" + name
             + "</extra>",
         )
         if line.fill:
@@ -522,14 +522,14 @@ def whatif_wait_figure(
     fig["data"] += [
         _scatter(x=xs, y=_none_if_nonfinite(wait_mean_s), name="mean wait",
                  mode="lines+markers", line={"color": BLUE, "width": 2.5},
-                 hovertemplate="mean %{y:,.3~r} s<extra></extra>"),
+                 hovertemplate="mean " + HOVER_Y + " s<extra></extra>"),
         _scatter(x=xs, y=_none_if_nonfinite(wait_p95_s), name="p95 wait",
                  mode="lines+markers", line={"color": VERMILLION, "width": 2},
-                 hovertemplate="p95 %{y:,.3~r} s<extra></extra>"),
+                 hovertemplate="p95 " + HOVER_Y + " s<extra></extra>"),
         _scatter(x=xs, y=[100.0 * u for u in utilization],
                  name="utilization (right axis)", yaxis="y2", mode="lines",
                  line={"color": GREY, "dash": "dot"},
-                 hovertemplate="utilization %{y:,.3~r} %<extra></extra>"),
+                 hovertemplate="utilization " + HOVER_Y + " %<extra></extra>"),
     ]
     layout = fig["layout"]
     top, dtick = percent_axis([100.0 * u for u in utilization])
@@ -561,7 +561,7 @@ def whatif_slo_figure(
     fig["data"].append(_scatter(x=list(workers), y=_none_if_nonfinite(p_over_slo),
                                 name="P(wait > SLO)", mode="lines+markers",
                                 line={"color": VERMILLION, "width": 2.5},
-                                hovertemplate="P = %{y:,.3~r}<extra></extra>"))
+                                hovertemplate="P = " + HOVER_Y + "<extra></extra>"))
     fig["layout"]["yaxis"]["range"] = [0, 1.02]
     if target is not None:
         add_hline(fig, target, {"color": GREEN, "dash": "dash"},
@@ -589,10 +589,10 @@ def whatif_throughput_figure(
     fig["data"] += [
         _scatter(x=xs, y=list(capacity_per_s), name="capacity c·μ_c",
                  mode="lines+markers", line={"color": GREEN, "width": 2.5},
-                 hovertemplate="capacity %{y:,.3~r}/s<extra></extra>"),
+                 hovertemplate="capacity " + HOVER_Y + "/s<extra></extra>"),
         _scatter(x=xs, y=list(throughput_per_s), name="throughput",
                  mode="lines", line={"color": BLUE, "width": 2},
-                 hovertemplate="throughput %{y:,.3~r}/s<extra></extra>"),
+                 hovertemplate="throughput " + HOVER_Y + "/s<extra></extra>"),
     ]
     add_hline(fig, arrival_rate_per_s, {"color": ORANGE, "dash": "dash"},
               text=f"arrivals λ = {number_text(arrival_rate_per_s, '/s')}",
@@ -843,7 +843,7 @@ def retry_rate_figure(
                 line={"color": colors[i % len(colors)], "width": 3.0 if chosen else 1.5,
                       "shape": "hv"},
                 opacity=1.0 if chosen or highlight is None else 0.75,
-                hovertemplate=plotly_text(name) + ": %{y:,.3~r} req/s<extra></extra>",
+                hovertemplate=plotly_text(name) + ": " + HOVER_Y + " req/s<extra></extra>",
             )
         )
     if math.isfinite(outage_s) and outage_s > 0:
@@ -889,7 +889,7 @@ def retry_lag_figure(
                 y=_none_if_nonfinite(values),
                 name=label,
                 marker={"color": color},
-                hovertemplate=label + ": %{y:,.3~r} s<extra></extra>",
+                hovertemplate=label + ": " + HOVER_Y + " s<extra></extra>",
             )
         )
     fig["layout"].update(barmode="group", hovermode="closest")
@@ -920,7 +920,7 @@ def backoff_penalty_figure(
             name="min(cap, base·2ⁿ)",
             line={"color": GREY, "width": 1.5, "shape": "hv"},
             marker={"size": 5, "color": GREY},
-            hovertemplate="n = %{x}: %{y:,.3~r} s<extra></extra>",
+            hovertemplate="n = %{x}: " + HOVER_Y + " s<extra></extra>",
         )
     )
     colors = (ORANGE, BLUE, GREEN, PURPLE, VERMILLION, SKY)
@@ -933,7 +933,7 @@ def backoff_penalty_figure(
                 name=plotly_text(f"{name}: n = {n} → {number_text(delay, 's')}"),
                 marker={"size": 13, "color": colors[i % len(colors)], "symbol": "diamond",
                         "line": {"color": "#ffffff", "width": 1}},
-                hovertemplate=plotly_text(name) + ": %{y:,.3~r} s<extra></extra>",
+                hovertemplate=plotly_text(name) + ": " + HOVER_Y + " s<extra></extra>",
             )
         )
     if math.isfinite(base_s) and base_s > 0 and len(failures):
@@ -984,7 +984,7 @@ def healthy_wait_figure(
                 y=_none_if_nonfinite(values),
                 name=label,
                 marker={"color": color},
-                hovertemplate=label + ": %{y:,.3~r} s<extra></extra>",
+                hovertemplate=label + ": " + HOVER_Y + " s<extra></extra>",
             )
         )
     fig["layout"]["yaxis"].update(type="log", rangemode="normal", dtick=1)
@@ -1006,9 +1006,9 @@ def sim_compare_figure(
                       "wait statistic", "wait in queue (s)")
     fig["data"] += [
         _bar(x=list(labels), y=_none_if_nonfinite(simulated), name="simulated",
-             marker={"color": BLUE}, hovertemplate="simulated %{y:,.3~r} s<extra></extra>"),
+             marker={"color": BLUE}, hovertemplate="simulated " + HOVER_Y + " s<extra></extra>"),
         _bar(x=list(labels), y=_none_if_nonfinite(formula), name="formula",
-             marker={"color": ORANGE}, hovertemplate="formula %{y:,.3~r} s<extra></extra>"),
+             marker={"color": ORANGE}, hovertemplate="formula " + HOVER_Y + " s<extra></extra>"),
     ]
     fig["layout"].update(barmode="group", hovermode="closest")
     return fig

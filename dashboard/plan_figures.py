@@ -22,7 +22,7 @@ import math
 
 from dashboard import figures as fg
 from dashboard.plan_words import rate_text
-from models.formatting import number_text
+from models.formatting import HOVER_X, HOVER_Y, number_text
 from models.plan import CapacityPlan
 
 __all__ = ["DECISIVE_TITLE", "WAIT_TITLE", "decisive_figure", "plan_wait_figure"]
@@ -80,25 +80,25 @@ def decisive_figure(plan: CapacityPlan) -> fg.Figure:
             x=line_x, y=[x / plan.service_mean_s for x in line_x],
             name="linear scaling c / E[S]", mode="lines",
             line={"color": fg.GREY, "dash": "dot", "width": 1.5},
-            hovertemplate="linear %{y:,.3~r}/s<extra></extra>"))
+            hovertemplate="linear " + HOVER_Y + "/s<extra></extra>"))
     if plan.measured_busy_workers:
         fig["data"].append(_trace(
             x=list(plan.measured_busy_workers), y=list(plan.measured_throughput_per_s),
             name=MEASURED_NAME, mode="markers",
             marker={"color": fg.BLUE, "size": 6, "opacity": 0.6},
-            hovertemplate="busy %{x:,.3~r}, throughput %{y:,.3~r}/s<extra></extra>"))
+            hovertemplate="busy " + HOVER_X + ", throughput " + HOVER_Y + "/s<extra></extra>"))
     if plan.rows:
         fig["data"].append(_trace(
             x=xs, y=[r.throughput_per_s for r in plan.rows],
             name="plan: throughput at the design demand", mode="lines+markers",
             line={"color": fg.ORANGE, "width": 2},
-            hovertemplate="c = %{x}: %{y:,.3~r}/s<extra></extra>"))
+            hovertemplate="c = %{x}: " + HOVER_Y + "/s<extra></extra>"))
         fitted = [r.throughput_fit_per_s for r in plan.rows]
         if any(v is not None for v in fitted):
             fig["data"].append(_trace(
                 x=xs, y=fitted, name="USL fit of the measured points", mode="lines",
                 line={"color": fg.VERMILLION, "width": 2},
-                hovertemplate="USL %{y:,.3~r}/s<extra></extra>"))
+                hovertemplate="USL " + HOVER_Y + "/s<extra></extra>"))
     if plan.demand_per_s is not None:
         fg.add_hline(fig, plan.demand_per_s, {"color": fg.ORANGE, "dash": "dash"},
                      text=f"design demand {number_text(plan.demand_per_s, '/s')}",
@@ -167,10 +167,10 @@ def plan_wait_figure(plan: CapacityPlan) -> fg.Figure:
     fig["data"] += [
         _trace(x=xs, y=positive([r.wait_mean_s for r in rows]), name="mean wait",
                     mode="lines+markers", line={"color": fg.BLUE, "width": 2.5},
-                    hovertemplate="mean %{y:,.3~r} s<extra></extra>"),
+                    hovertemplate="mean " + HOVER_Y + " s<extra></extra>"),
         _trace(x=xs, y=positive([r.wait_p95_s for r in rows]), name="p95 wait",
                     mode="lines+markers", line={"color": fg.VERMILLION, "width": 2},
-                    hovertemplate="p95 %{y:,.3~r} s<extra></extra>"),
+                    hovertemplate="p95 " + HOVER_Y + " s<extra></extra>"),
     ]
     slo = plan.settings.slo_wait_s
     fg.add_hline(fig, slo, {"color": fg.GREEN, "dash": "dash"},

@@ -32,6 +32,8 @@ import math
 
 __all__ = [
     "D3_NUMBER",
+    "HOVER_X",
+    "HOVER_Y",
     "NO_DATA",
     "count_text",
     "duration_text",
@@ -51,7 +53,13 @@ D3_NUMBER = ",.3~r"
 """The same rule for what the browser formats itself (a Plotly hover, an AG Grid cell sorted
 on its number): d3-format's three significant digits in decimal notation (``~`` drops
 trailing zeros, ``,`` groups thousands: 8333 → '8,330', 16.003 → '16'), never an exponent.
-Write ``%{y:,.3~r}`` in a hovertemplate, with the unit beside it."""
+In a hovertemplate write :data:`HOVER_Y` (or :data:`HOVER_X`), with the unit beside it."""
+
+HOVER_X = "%{x:" + D3_NUMBER + "}"
+"""A Plotly hovertemplate's x value written by :data:`D3_NUMBER`."""
+
+HOVER_Y = "%{y:" + D3_NUMBER + "}"
+"""A Plotly hovertemplate's y value written by :data:`D3_NUMBER`."""
 
 _SMALLEST = 1e-3
 """Below this a unitless value reads '< 0.001': three significant digits of a smaller number

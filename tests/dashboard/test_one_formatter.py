@@ -29,6 +29,7 @@ from dashboard.pages import queue as qp
 from dashboard.pages import whatif as wp
 from dashboard.report import build_report, render
 from models import fleet as fl
+from models.formatting import D3_NUMBER
 
 AT = fl.EPOCH_S + 40 * 86400 + 14 * 3600
 
@@ -90,6 +91,39 @@ def _strings(node: Any) -> Iterator[str]:
         yield from _strings(node.to_plotly_json())
 
 
+_HOVER_FIELD = re.compile(r"%\{[a-z.]+:([^}]*)\}")
+
+
+def _hovers(node: Any) -> Iterator[str]:
+    """Every hovertemplate of a Dash component tree or a Plotly figure."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "hovertemplate" and isinstance(value, str):
+                yield value
+            else:
+                yield from _hovers(value)
+    elif isinstance(node, list | tuple):
+        for item in node:
+            yield from _hovers(item)
+    elif hasattr(node, "to_plotly_json"):
+        yield from _hovers(node.to_plotly_json())
+
+
+def _assert_hovers(where: str, node: Any) -> int:
+    """Every formatted field of the hovers is d3-format's form of the one formatter's rule
+    (:data:`models.formatting.D3_NUMBER`); returns how many were checked."""
+    fields = [(h, m.group(1)) for h in _hovers(node) for m in _HOVER_FIELD.finditer(h)]
+    bad = [h for h, fmt in fields if fmt != D3_NUMBER]
+    assert not bad, f"{where}: hovers not in the one formatter's form: {bad[:5]}"
+    return len(fields)
+
+
+def test_the_hover_checker_finds_what_it_should() -> None:
+    with pytest.raises(AssertionError):
+        _assert_hovers("example", {"data": [{"hovertemplate": "%{y:.3g} s"}]})
+    assert _assert_hovers("example", {"data": [{"hovertemplate": "%{y:,.3~r} s %{x}"}]}) == 1
+
+
 def _assert_clean(where: str, texts: Iterator[str] | list[str]) -> None:
     bad = [(p, t[:160]) for t in texts for p in _problems(t)]
     assert not bad, f"{where}: numbers not in the one formatter's form: {bad[:8]}"
@@ -127,10 +161,14 @@ def test_the_grid_cells(demo_queues: list[str]) -> None:
 
 
 def test_the_queue_pages(demo_queues: list[str]) -> None:
+    checked = 0
     for name in demo_queues:
         view = qp.queue_view(CachedSource(DemoSource(seed=0)), name, "1h", AT)
-        _assert_clean(f"/queue/{name}", _strings(list(qp.render_view(view))))
+        rendered = list(qp.render_view(view))
+        _assert_clean(f"/queue/{name}", _strings(rendered))
+        checked += _assert_hovers(f"/queue/{name}", rendered)
         _assert_clean(f"/queue/{name} verdicts", _strings(qp.render_verdicts(view)))
+    assert checked > 0  # the charts' hovers were found
 
 
 def test_the_whatif_pages(demo_queues: list[str]) -> None:
@@ -152,6 +190,7 @@ def test_the_whatif_pages(demo_queues: list[str]) -> None:
         view = wp.whatif_view(params, measured.workers)
         _assert_clean(f"/whatif?queue={name} sweep",
                       _strings([view.recommendation, view.error, *view.figures]))
+        assert _assert_hovers(f"/whatif?queue={name} sweep", view.figures) > 0
 
 
 def test_the_cli_tables_and_reports(demo_queues: list[str]) -> None:
