@@ -4,6 +4,7 @@ so a fresh full read is the independent reference the merged read must equal."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from collectors.cache import CachedSource
 from collectors.incremental import MAX_STEP_S, step_grid
 from models.measurements import RangeData, Snapshot
+from tests.support.equality import assert_same_range
 
 STEP = 15.0
 LENGTH = 600.0
@@ -74,13 +76,8 @@ def _cache(source: _Columns) -> CachedSource:
     return _Cache(source)
 
 
-def _same(got: RangeData, want: RangeData) -> None:
-    assert got.queues == want.queues
-    np.testing.assert_array_equal(got.t, want.t)
-    assert set(got.signals) == set(want.signals)
-    for name in want.signals:
-        np.testing.assert_allclose(got.signals[name], want.signals[name], rtol=1e-12,
-                                   equal_nan=True)
+_same = functools.partial(assert_same_range, rtol=1e-12, atol=0.0, warnings=False)
+"""The merged read equals the full one (the fake source's columns are exact)."""
 
 
 def test_refreshes_read_only_the_new_steps_and_equal_a_full_read() -> None:

@@ -12,11 +12,9 @@ verdicts and plans."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +26,8 @@ from collectors.profile import Profile
 from collectors.prom_client import PrometheusClient
 from collectors.snapshot import PrometheusSource
 from dashboard.advice import advise_fleet
-from models.measurements import RangeData
 from models.settings import AnalysisSettings
+from tests.support.equality import assert_close, assert_same_range
 from tests.support.prometheus import PrometheusProcess, backfill, start_prometheus
 from tests.support.recorded import aligned_openmetrics, write_rules
 from tests.support.scale_om import fleet_text
@@ -93,48 +91,6 @@ def _recorded_reads(sent: Sequence[str], window: str) -> int:
     return sum(f":rate{window}" in q and "__name__" not in q for q in sent)
 
 
-def _same_range(got: RangeData, want: RangeData) -> None:
-    assert got.queues == want.queues
-    np.testing.assert_array_equal(got.t, want.t)
-    assert set(got.signals) == set(want.signals)
-    for name, matrix in want.signals.items():
-        np.testing.assert_allclose(got.signals[name], matrix, rtol=1e-9, atol=1e-12,
-                                   equal_nan=True, err_msg=name)
-    assert got.warnings == want.warnings
-
-
-def _close(got: Any, want: Any, where: str = "", abs_tol: float = 1e-12,
-           rel_tol: float = 1e-9) -> None:
-    """Equal, floats to ``rel_tol`` relative or ``abs_tol`` (NaN equal to NaN), through
-    dataclasses, mappings and sequences (ints, strings and verdict kinds exactly)."""
-    if dataclasses.is_dataclass(want) and not isinstance(want, type):
-        assert type(got) is type(want), where
-        for f in dataclasses.fields(want):
-            _close(getattr(got, f.name), getattr(want, f.name), f"{where}.{f.name}", abs_tol,
-                   rel_tol)
-    elif isinstance(want, Mapping):
-        assert isinstance(got, Mapping), where
-        assert set(got) == set(want), where
-        for k in want:
-            _close(got[k], want[k], f"{where}[{k!r}]", abs_tol, rel_tol)
-    elif isinstance(want, np.ndarray):
-        np.testing.assert_allclose(got, want, rtol=rel_tol, atol=abs_tol, equal_nan=True,
-                                   err_msg=where)
-    elif isinstance(want, Sequence) and not isinstance(want, str):
-        assert isinstance(got, Sequence), where
-        assert len(got) == len(want), where
-        for i, (g, w) in enumerate(zip(got, want, strict=True)):
-            _close(g, w, f"{where}[{i}]", abs_tol, rel_tol)
-    elif isinstance(want, float) and not isinstance(got, bool):
-        assert isinstance(got, float | int), where
-        if math.isnan(want):
-            assert math.isnan(got), where
-        else:
-            assert got == pytest.approx(want, rel=rel_tol, abs=abs_tol), where
-    else:
-        assert got == want, where
-
-
 def test_the_range_read_through_recorded_series_equals_the_raw_read(
         ruled: PrometheusProcess) -> None:
     recorded, raw, spy = _sources(ruled.url)
@@ -149,7 +105,7 @@ def test_the_range_read_through_recorded_series_equals_the_raw_read(
     assert len(want.queues) == 6 + SINE_QUEUES
     sine = want.matrix("arrival_rate_per_s")[want.queues.index("q00003")]
     assert np.nanmax(sine) > 1.2 * np.nanmin(sine)  # the rates move: alignment matters
-    _same_range(got, want)
+    assert_same_range(got, want)
 
 
 def test_a_batched_read_through_recorded_series_equals_the_raw_read(
@@ -162,7 +118,7 @@ def test_a_batched_read_through_recorded_series_equals_the_raw_read(
     recorded, raw, spy = _sources(ruled.url)
     got = recorded.range(AT - 1800, AT, SETTINGS.step_s)
     assert any('{name=~"' in q and ":rate1m" in q for q in spy.sent)
-    _same_range(got, raw.range(AT - 1800, AT, SETTINGS.step_s))
+    assert_same_range(got, raw.range(AT - 1800, AT, SETTINGS.step_s))
 
 
 def test_the_snapshot_through_recorded_series_equals_the_raw_one(
@@ -172,7 +128,7 @@ def test_the_snapshot_through_recorded_series_equals_the_raw_one(
     assert _recorded_reads(spy.sent, "5m") >= 10, spy.sent
     want = raw.snapshot(AT, SETTINGS.window_s)
     assert len(want.queues) == 6 + SINE_QUEUES
-    _close(got, want)
+    assert_close(got, want)
 
 
 def test_advise_gives_the_same_verdicts_and_plans_with_and_without_the_rules(
@@ -185,7 +141,7 @@ def test_advise_gives_the_same_verdicts_and_plans_with_and_without_the_rules(
     assert [(q.queue, [v.kind for v in q.verdicts]) for q in got.queues] == \
         [(q.queue, [v.kind for v in q.verdicts]) for q in want.queues]
     assert any(q.plan is not None and q.plan.recommended_workers for q in want.queues)
-    _close(got.queues, want.queues)
+    assert_close(got.queues, want.queues)
 
 
 def _known(source: PrometheusSource, promql: str | None, at: float) -> None:
@@ -215,9 +171,9 @@ def test_a_read_of_named_queues_reads_raw_until_the_fleets_answer_is_known(
     assert _recorded_reads(spy.sent, "5m") == 0
     assert _recorded_reads(spy.sent, "1m") == 0
     assert [q.queue for q in snap.queues] == named
-    _close(snap, raw.snapshot(AT, SETTINGS.window_s, named))
+    assert_close(snap, raw.snapshot(AT, SETTINGS.window_s, named))
     want = raw.range(a, AT, SETTINGS.step_s, named)
-    _same_range(got, want)
+    assert_same_range(got, want)
 
     profile = recorded.profile
     _known(recorded, profile.recorded_presence_query(), AT)
@@ -227,8 +183,8 @@ def test_a_read_of_named_queues_reads_raw_until_the_fleets_answer_is_known(
     got_again = recorded.range(a, AT, SETTINGS.step_s, named)
     assert _recorded_reads(spy.sent, "5m") >= 5
     assert _recorded_reads(spy.sent, "1m") >= 5
-    _close(again, snap)
-    _same_range(got_again, want)
+    assert_close(again, snap)
+    assert_same_range(got_again, want)
 
 
 def test_a_read_at_another_window_reads_raw_and_says_why(
@@ -240,7 +196,7 @@ def test_a_read_at_another_window_reads_raw_and_says_why(
     assert not any(":rate" in q for q in spy.sent if "__name__" not in q)
     assert any("this read's rate window is 1m15s: reading the raw counters" in r.message
                for r in caplog.records), caplog.text
-    _same_range(got, raw.range(AT - 1800, AT, 60.0))
+    assert_same_range(got, raw.range(AT - 1800, AT, 60.0))
 
 
 def test_rules_younger_than_the_range_are_not_used(ruled: PrometheusProcess) -> None:
@@ -249,7 +205,7 @@ def test_rules_younger_than_the_range_are_not_used(ruled: PrometheusProcess) -> 
     recorded, raw, spy = _sources(ruled.url)
     got = recorded.range(START, START + 1800, SETTINGS.step_s)
     assert _recorded_reads(spy.sent, "1m") == 0
-    _same_range(got, raw.range(START, START + 1800, SETTINGS.step_s))
+    assert_same_range(got, raw.range(START, START + 1800, SETTINGS.step_s))
 
 
 def test_a_range_that_begins_before_the_data_uses_them(ruled: PrometheusProcess) -> None:
@@ -258,7 +214,7 @@ def test_a_range_that_begins_before_the_data_uses_them(ruled: PrometheusProcess)
     recorded, raw, spy = _sources(ruled.url)
     got = recorded.range(START - 600, START + 1800, SETTINGS.step_s)
     assert _recorded_reads(spy.sent, "1m") >= 10
-    _same_range(got, raw.range(START - 600, START + 1800, SETTINGS.step_s))
+    assert_same_range(got, raw.range(START - 600, START + 1800, SETTINGS.step_s))
 
 
 def test_without_recorded_series_no_recorded_query_is_sent(

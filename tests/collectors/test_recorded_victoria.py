@@ -19,12 +19,11 @@ from tests.collectors.test_recorded_prometheus import (
     AT,
     SETTINGS,
     SINE_QUEUES,
-    _close,
     _recorded_reads,
-    _same_range,
     _sources,
 )
 from tests.conftest import require_binary
+from tests.support.equality import assert_close, assert_same_range
 from tests.support.recorded import write_rules
 from tests.support.scale_om import fleet_text
 from tests.support.victoria import HINT, VictoriaProcess, start_victoria
@@ -65,7 +64,7 @@ def test_vm_range_read_through_recorded_series_equals_the_raw_read(
     assert _recorded_reads(spy.sent, "1m") >= 10, spy.sent
     want = raw.range(a, b, SETTINGS.step_s)
     assert len(want.queues) == 6 + SINE_QUEUES
-    _same_range(got, want)
+    assert_same_range(got, want)
 
 
 def test_vm_snapshot_and_advice_through_recorded_series_equal_the_raw_ones(
@@ -73,7 +72,7 @@ def test_vm_snapshot_and_advice_through_recorded_series_equal_the_raw_ones(
     recorded, raw, spy = _sources(replayed.prometheus_url)
     got = recorded.snapshot(AT, SETTINGS.window_s)
     assert _recorded_reads(spy.sent, "5m") >= 10, spy.sent
-    _close(got, raw.snapshot(AT, SETTINGS.window_s))
+    assert_close(got, raw.snapshot(AT, SETTINGS.window_s))
     got_advice = advise_fleet(recorded, AT, SETTINGS)
     want_advice = advise_fleet(raw, AT, SETTINGS)
     assert [(q.queue, [v.kind for v in q.verdicts]) for q in got_advice.queues] == \
@@ -83,4 +82,4 @@ def test_vm_snapshot_and_advice_through_recorded_series_equal_the_raw_ones(
     # fit of a queue without contention (sigma ~3e-5, kappa ~1e-8: differences of
     # near-equal slopes) moves its coefficients and peak by up to 1e-6 relative for it.
     # Verdicts, worker counts, rules and words are compared exactly.
-    _close(got_advice.queues, want_advice.queues, abs_tol=1e-9, rel_tol=1e-6)
+    assert_close(got_advice.queues, want_advice.queues, abs_tol=1e-9, rel_tol=1e-6)

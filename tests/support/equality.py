@@ -1,0 +1,67 @@
+"""Equality of reads for the equivalence tests (an incremental read against a full one, a
+read of recorded series against the raw one, VictoriaMetrics against Prometheus):
+
+* :func:`assert_same_range`: two range reads with the same queues, columns and signals, each
+  matrix equal to ``rtol`` relative or ``atol`` absolute (NaN equal to NaN);
+* :func:`assert_close`: any two results — snapshots, plans, verdicts — equal through
+  dataclasses, mappings and sequences, floats to a tolerance, the rest exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from models.measurements import RangeData
+
+__all__ = ["assert_close", "assert_same_range"]
+
+
+def assert_same_range(got: RangeData, want: RangeData, *, rtol: float = 1e-9,
+                      atol: float = 1e-12, warnings: bool = True) -> None:
+    """``got`` reads what ``want`` does; ``warnings``: their warnings are the same too."""
+    assert got.queues == want.queues
+    np.testing.assert_array_equal(got.t, want.t)
+    assert set(got.signals) == set(want.signals)
+    for name, matrix in want.signals.items():
+        np.testing.assert_allclose(got.signals[name], matrix, rtol=rtol, atol=atol,
+                                   equal_nan=True, err_msg=name)
+    if warnings:
+        assert got.warnings == want.warnings
+
+
+def assert_close(got: Any, want: Any, where: str = "", abs_tol: float = 1e-12,
+                 rel_tol: float = 1e-9) -> None:
+    """Equal, floats to ``rel_tol`` relative or ``abs_tol`` (NaN equal to NaN), through
+    dataclasses, mappings and sequences (ints, strings and verdict kinds exactly)."""
+    if dataclasses.is_dataclass(want) and not isinstance(want, type):
+        assert type(got) is type(want), where
+        for f in dataclasses.fields(want):
+            assert_close(getattr(got, f.name), getattr(want, f.name), f"{where}.{f.name}",
+                         abs_tol, rel_tol)
+    elif isinstance(want, Mapping):
+        assert isinstance(got, Mapping), where
+        assert set(got) == set(want), where
+        for k in want:
+            assert_close(got[k], want[k], f"{where}[{k!r}]", abs_tol, rel_tol)
+    elif isinstance(want, np.ndarray):
+        np.testing.assert_allclose(got, want, rtol=rel_tol, atol=abs_tol, equal_nan=True,
+                                   err_msg=where)
+    elif isinstance(want, Sequence) and not isinstance(want, str):
+        assert isinstance(got, Sequence), where
+        assert len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_close(g, w, f"{where}[{i}]", abs_tol, rel_tol)
+    elif isinstance(want, float) and not isinstance(got, bool):
+        assert isinstance(got, float | int), where
+        if math.isnan(want):
+            assert math.isnan(got), where
+        else:
+            assert got == pytest.approx(want, rel=rel_tol, abs=abs_tol), where
+    else:
+        assert got == want, where
