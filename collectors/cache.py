@@ -371,4 +371,6 @@ class CachedSource:
         since = self._stale_since
         when = time.strftime("%H:%M:%S", time.gmtime(since)) if since else "now"
         note = f"stale data: the source has been unavailable since {when} UTC ({exc})"
+        if isinstance(good, RangeData):  # its warnings are its notes and its gap counts
+            return dataclasses.replace(good, notes=(*good.notes, note))
         return dataclasses.replace(good, warnings=(*good.warnings, note))

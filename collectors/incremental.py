@@ -152,6 +152,7 @@ def extend(prev: RangeData | None, read: Callable[[float, float], RangeData], a:
         if np.isfinite(merged).any():  # a signal with no point left is left out, as a read does
             signals[name] = merged
     t = np.concatenate([prev.t[keep], delta.t])
+    gap = _merged_gap(prev, delta, where, keep)
     # a queue that has left the range (no point in any signal, not in the short read) goes
     alive = np.zeros(n, dtype=bool)
     alive[where] = True
@@ -160,9 +161,25 @@ def extend(prev: RangeData | None, read: Callable[[float, float], RangeData], a:
     queues = tuple(q for q, ok in zip(prev.queues, alive, strict=True) if ok)
     if not alive.all():
         signals = {name: m[alive] for name, m in signals.items()}
-    warnings = tuple(dict.fromkeys((*prev.warnings, *delta.warnings)))
+        gap = gap[alive] if gap is not None else None
+    notes = tuple(dict.fromkeys((*prev.notes, *delta.notes)))
     log.debug("range [%s, %s]: %d new step(s) read, %d kept", a, b,
               len(delta.t) - overlap, int(keep.sum()))
     data = RangeData(start=a, end=b, step_s=step_s, source=delta.source, queues=queues,
-                     t=t, signals=signals, warnings=warnings)
+                     t=t, signals=signals, notes=notes,
+                     gap=gap if gap is not None and gap.any() else None)
     return Extension(data, "delta", f"{len(delta.t) - overlap} new step(s)")
+
+
+def _merged_gap(prev: RangeData, delta: RangeData, where: np.ndarray,
+                keep: np.ndarray) -> np.ndarray | None:
+    """The scrape-gap mask of the merged read: the last read's kept columns, then the short
+    read's on its queues' rows (a queue it lacks has no point there, so no dropped one)."""
+    if prev.gap is None and delta.gap is None:
+        return None
+    n = len(prev.queues)
+    before = prev.gap[:, keep] if prev.gap is not None else np.zeros((n, int(keep.sum())), bool)
+    fresh = np.zeros((n, len(delta.t)), dtype=bool)
+    if delta.gap is not None:
+        fresh[where] = delta.gap
+    return np.concatenate([before, fresh], axis=1)

@@ -86,7 +86,6 @@ from models.measurements import QueueSnapshot, RangeData, Snapshot
 from models.priority import CAPPED_PRIORITY, uncapped
 from models.signals import (
     HISTOGRAMS,
-    MIN_COVERAGE,
     RATE_FIELDS,
     DerivedSignals,
     Histogram,
@@ -932,23 +931,16 @@ class PrometheusSource:
                 raw = _range_raw(profile, results, queries, batch, t, float(step), window,
                                  procs, warnings, intervals)
                 del results
-                derived = derive(raw)
-                gaps = derived.gap.sum(axis=1).tolist()
-                for q, n in zip(raw.queues, gaps, strict=True):
-                    if not n:
-                        continue
-                    warnings.append(f"{q}: {n} point(s) dropped from rate signals: scrape gap "
-                                    f"(fewer than {100 * MIN_COVERAGE:.0f} % of the expected "
-                                    "samples in the rate window)")
-                out.add(derived)
+                out.add(derive(raw))
         finally:
             pool.close()
-        queues_out, matrices = out.result()
+        queues_out, matrices, gap = out.result()
         if signals is not None:
             keep = set(signals)
             matrices = {k: v for k, v in matrices.items() if k in keep}
         return RangeData(start=a, end=b, step_s=step, source=self.name, queues=queues_out,
-                         t=t, signals=matrices, warnings=tuple(warnings))
+                         t=t, signals=matrices, notes=tuple(warnings),
+                         gap=gap if gap.any() else None)
 
 
 _RAW_OF_QUERY: Mapping[str, str] = {
@@ -1004,6 +996,7 @@ class _RangeOutput:
         self.rows = {q: i for i, q in enumerate(self.names)}
         self.seen = np.zeros(len(self.names), dtype=bool)
         self.signals: dict[str, np.ndarray] = {}
+        self.gap = np.zeros((len(self.names) if batches > 1 else 0, len(t)), dtype=bool)
 
     def add(self, derived: DerivedSignals) -> None:
         if self.batches == 1:
@@ -1011,6 +1004,7 @@ class _RangeOutput:
             return
         idx = np.array([self.rows[q] for q in derived.queues], dtype=np.int64)
         self.seen[idx] = True
+        self.gap[idx] = derived.gap
         for name, v in derived.values.items():
             if not np.isfinite(v).any():
                 continue
@@ -1019,15 +1013,17 @@ class _RangeOutput:
                 m = self.signals[name] = np.full((len(self.names), len(self.t)), np.nan)
             m[idx] = v
 
-    def result(self) -> tuple[tuple[str, ...], dict[str, np.ndarray]]:
+    def result(self) -> tuple[tuple[str, ...], dict[str, np.ndarray], np.ndarray]:
+        """Queues, signal matrices and scrape-gap mask (rows in the queues' order)."""
         if self.single is not None:
             d = self.single
-            return d.queues, {k: v for k, v in d.values.items() if np.isfinite(v).any()}
+            return (d.queues, {k: v for k, v in d.values.items() if np.isfinite(v).any()},
+                    d.gap)
         if self.seen.all():
-            return tuple(self.names), self.signals
+            return tuple(self.names), self.signals, self.gap
         keep = np.flatnonzero(self.seen)
         return (tuple(self.names[i] for i in keep),
-                {k: v[keep] for k, v in self.signals.items()})
+                {k: v[keep] for k, v in self.signals.items()}, self.gap[keep])
 
 
 # --- decoding ---------------------------------------------------------------------------

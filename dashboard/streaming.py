@@ -274,9 +274,15 @@ def merge_ranges(parts: Sequence[RangeData], order: Mapping[str, int]) -> RangeD
             if m is not None and dest[k]:
                 out[dest[k]] = m[src[k]]
         signals[name] = out
+    gap = None
+    if any(p.gap is not None for p in parts):
+        gap = np.zeros((len(names), len(first.t)), dtype=bool)
+        for k, p in enumerate(parts):
+            if p.gap is not None and dest[k]:
+                gap[dest[k]] = p.gap[src[k]]
     return RangeData(start=first.start, end=first.end, step_s=first.step_s,
                      source=first.source, queues=tuple(names), t=first.t, signals=signals,
-                     warnings=_union([p.warnings for p in parts]))
+                     notes=_union([p.notes for p in parts]), gap=gap)
 
 
 def merge_advice(parts: Sequence[FleetAdvice], snapshot: Snapshot,

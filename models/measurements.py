@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from models.signals import MIN_COVERAGE
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -185,6 +187,11 @@ class RangeData:
     :class:`QueueSnapshot` field names (``arrival_rate_per_s`` …), with ``<field>.<key>`` for
     the mapping fields (``reconcile_results_per_s.error``, ``api_calls_by_class_per_s.429``).
     Read it with :meth:`matrix` (all queues) and :meth:`series` (one queue's finite points).
+
+    ``gap`` is the (queues × times) mask of the points dropped from the rate signals for a
+    scrape gap (:func:`models.signals.derive`), None when there is none; :attr:`warnings`
+    counts them per queue from it, so a read put together from parts (an incremental refresh,
+    a cold start's batches) says what one whole read says.
     """
 
     start: float
@@ -194,7 +201,21 @@ class RangeData:
     queues: tuple[str, ...] = ()
     t: npt.NDArray[np.float64] = field(default_factory=lambda: np.empty(0))
     signals: Mapping[str, npt.NDArray[np.float64]] = field(default_factory=dict)
-    warnings: Sequence[str] = ()
+    notes: Sequence[str] = ()
+    """What the read as a whole has to say (a widened step, an answer's warning)."""
+    gap: npt.NDArray[np.bool_] | None = None
+
+    @cached_property
+    def warnings(self) -> tuple[str, ...]:
+        """The read's notes, then one sentence per queue with points dropped for a gap."""
+        out = list(self.notes)
+        if self.gap is not None:
+            for q, n in zip(self.queues, self.gap.sum(axis=1).tolist(), strict=True):
+                if n:
+                    out.append(f"{q}: {n} point(s) dropped from rate signals: scrape gap "
+                               f"(fewer than {100 * MIN_COVERAGE:.0f} % of the expected "
+                               "samples in the rate window)")
+        return tuple(out)
 
     @property
     def signal_names(self) -> tuple[str, ...]:
@@ -253,11 +274,10 @@ class RangeData:
 
     @classmethod
     def from_frame(cls, start: float, end: float, step_s: float, source: str,
-                   frame: pd.DataFrame, warnings: Sequence[str] = ()) -> RangeData:
+                   frame: pd.DataFrame, notes: Sequence[str] = ()) -> RangeData:
         """Build from the long form (tests and adapters); times become one sorted grid."""
         if len(frame) == 0:
-            return cls(start=start, end=end, step_s=step_s, source=source,
-                       warnings=tuple(warnings))
+            return cls(start=start, end=end, step_s=step_s, source=source, notes=tuple(notes))
         queues = tuple(sorted({str(q) for q in frame["queue"]}))
         rows = {q: i for i, q in enumerate(queues)}
         t = np.unique(frame["t"].to_numpy(dtype=np.float64))
@@ -272,4 +292,4 @@ class RangeData:
             m[qi[sel], ti[sel]] = vals[sel]
             signals[name] = m
         return cls(start=start, end=end, step_s=step_s, source=source, queues=queues, t=t,
-                   signals=signals, warnings=tuple(warnings))
+                   signals=signals, notes=tuple(notes))

@@ -114,6 +114,17 @@ def test_unavailable_serves_last_good_marks_stale_and_recovers() -> None:
     assert cache.health().stale_since is None
 
 
+def test_an_unavailable_source_serves_the_last_range_read_marked_stale() -> None:
+    src, clock = CountingSource(), Clock()
+    cache = CachedSource(src, ttl_s=5, error_ttl_s=3, monotonic=clock)
+    good = cache.range(400.0, 1000.0, 60.0)
+    clock.now += 6
+    src.fail = PrometheusUnreachable("Prometheus at http://p:9090 is unreachable: refused")
+    stale = cache.range(460.0, 1060.0, 60.0)
+    assert (stale.start, stale.end) == (good.start, good.end)
+    assert any("stale data" in w and "unreachable" in w for w in stale.warnings)
+
+
 def test_unavailable_without_history_raises() -> None:
     src = CountingSource()
     src.fail = PrometheusUnreachable("down")

@@ -54,8 +54,13 @@ class _Columns:
                    # signal leaves it out, as PrometheusSource does
                    "errors_per_s": np.where(t < self.errors_until, m / 10, np.nan)}
         signals = {k: v for k, v in signals.items() if np.isfinite(v).any()}
+        # the points a scrape gap dropped, as derive() marks them (every queue's row)
+        gap = None
+        if self.gap is not None and len(rows):
+            gap = np.broadcast_to((t >= self.gap[0]) & (t <= self.gap[1]), m.shape).copy()
         return RangeData(start=start, end=end, step_s=step_s, source=self.name, queues=rows,
-                         t=t, signals=signals)
+                         t=t, signals=signals, notes=("an answer's warning",),
+                         gap=gap if gap is not None and gap.any() else None)
 
 
 class _Cache(CachedSource):
@@ -76,8 +81,9 @@ def _cache(source: _Columns) -> CachedSource:
     return _Cache(source)
 
 
-_same = functools.partial(assert_same_range, rtol=1e-12, atol=0.0, warnings=False)
-"""The merged read equals the full one (the fake source's columns are exact)."""
+_same = functools.partial(assert_same_range, rtol=1e-12, atol=0.0)
+"""The merged read equals the full one (the fake source's columns are exact), warnings and
+scrape-gap mask included."""
 
 
 def test_refreshes_read_only_the_new_steps_and_equal_a_full_read() -> None:
@@ -121,6 +127,22 @@ def test_a_new_gap_in_the_overlap_forces_a_full_read_and_an_old_one_is_kept() ->
     assert cache.range_reads == {"full": 1, "delta": 1}
     assert np.isnan(got.matrix("arrival_rate_per_s")[:, (got.t >= now - 200)
                                                      & (got.t <= now - 150)]).all()
+    # the merged read counts the gap's points as one full read does: each once
+    fresh = _Columns()
+    fresh.gap = source.gap
+    _same(got, fresh.range(got.start, got.end, STEP))
+    assert "a: 4 point(s) dropped from rate signals" in got.warnings[1]
+    assert got.warnings[0] == "an answer's warning"
+    assert len(got.warnings) == 4
+    for k in range(1, 30):  # the gap's columns expire: its count falls, then it is gone
+        got = cache.range(now + 30 + 15 * k - LENGTH, now + 30 + 15 * k, STEP)
+        _same(got, fresh.range(got.start, got.end, STEP))
+    assert got.gap is None
+    assert got.warnings == ("an answer's warning",)
+    assert cache.range_reads == {"full": 1, "delta": 30}
+    cache = _cache(source)
+    cache.range(now - LENGTH, now, STEP)
+    cache.range(now + 30 - LENGTH, now + 30, STEP)
     source.gap = (now, now)  # the column compared in the overlap became NaN
     cache.range(now + 45 - LENGTH, now + 45, STEP)
     assert cache.range_reads == {"full": 2, "delta": 1}

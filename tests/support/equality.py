@@ -24,7 +24,8 @@ __all__ = ["assert_close", "assert_same_range"]
 
 def assert_same_range(got: RangeData, want: RangeData, *, rtol: float = 1e-9,
                       atol: float = 1e-12, warnings: bool = True) -> None:
-    """``got`` reads what ``want`` does; ``warnings``: their warnings are the same too."""
+    """``got`` reads what ``want`` does; ``warnings``: their warnings and scrape-gap masks are
+    the same too."""
     assert got.queues == want.queues
     np.testing.assert_array_equal(got.t, want.t)
     assert set(got.signals) == set(want.signals)
@@ -33,6 +34,9 @@ def assert_same_range(got: RangeData, want: RangeData, *, rtol: float = 1e-9,
                                    equal_nan=True, err_msg=name)
     if warnings:
         assert got.warnings == want.warnings
+        assert (got.gap is None) == (want.gap is None)
+        if want.gap is not None:
+            np.testing.assert_array_equal(got.gap, want.gap, err_msg="scrape-gap mask")
 
 
 def assert_close(got: Any, want: Any, where: str = "", abs_tol: float = 1e-12,
