@@ -155,6 +155,13 @@ _HLINE_TEXT = {"top left": (0, "left", "bottom"), "top right": (1, "right", "bot
                "bottom right": (1, "right", "top"), "bottom left": (0, "left", "top")}
 
 
+LABEL_BACKGROUND = "#ffffff"
+"""A line's label is written on the paper's colour (the light theme's; chart_theme.js gives
+it the dark paper there): a trace or another line that crosses the label — the linear-scaling
+line passing the current count's label at the top of the decisive chart — runs behind it
+instead of through its letters."""
+
+
 def add_vline(fig: Figure, x: Any, line: Mapping[str, Any], *, name: str | None = None,
               text: str | None = None, position: str = "top right",
               text_color: str | None = None, text_yshift: float | None = None) -> None:
@@ -168,7 +175,10 @@ def add_vline(fig: Figure, x: Any, line: Mapping[str, Any], *, name: str | None 
     if text is not None:
         xanchor, yanchor = _VLINE_TEXT[position]
         note: dict[str, Any] = {"text": text, "showarrow": False, "x": x, "xanchor": xanchor,
-                                "xref": "x", "y": 1, "yanchor": yanchor, "yref": "y domain"}
+                                "xref": "x", "y": 1, "yanchor": yanchor, "yref": "y domain",
+                                "bgcolor": LABEL_BACKGROUND,
+                                # clear of its own line (the background would cover it)
+                                "xshift": {"left": 2, "right": -2}.get(xanchor, 0)}
         if text_color is not None:
             note["font"] = {"color": text_color}
         if text_yshift is not None:
@@ -184,7 +194,9 @@ def add_hline(fig: Figure, y: float, line: Mapping[str, Any], *, text: str | Non
     if text is not None:
         x, xanchor, yanchor = _HLINE_TEXT[position]
         note: dict[str, Any] = {"text": text, "showarrow": False, "x": x, "xanchor": xanchor,
-                                "xref": "x domain", "y": y, "yanchor": yanchor, "yref": "y"}
+                                "xref": "x domain", "y": y, "yanchor": yanchor, "yref": "y",
+                                "bgcolor": LABEL_BACKGROUND,
+                                "yshift": {"bottom": 2, "top": -2}.get(yanchor, 0)}
         if text_color is not None:
             note["font"] = {"color": text_color}
         add_annotation(fig, note)

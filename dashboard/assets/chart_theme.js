@@ -171,6 +171,10 @@
       var notePath = "annotations[" + i + "].font.color";
       var colour = figureValue(notePath);
       if (typeof colour === "string") { values[notePath] = readable(colour, paper); }
+      // a label written on the paper's colour (figures.LABEL_BACKGROUND) keeps to the paper
+      var backPath = "annotations[" + i + "].bgcolor";
+      var back = figureValue(backPath);
+      if (typeof back === "string") { values[backPath] = theme === "dark" ? DARK.paper : back; }
     });
     var changes = Object.keys(values).filter(function (p) { return get(source, p) !== values[p]; });
     if (changes.length === 0 && layout === source) {

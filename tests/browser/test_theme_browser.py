@@ -162,6 +162,14 @@ return Array.from(document.querySelectorAll('.js-plotly-plot'))
 """
 
 
+_LABEL_BACKS_JS = """
+return Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter(g => g._fullLayout && g.querySelector('.main-svg'))
+  .flatMap(g => (g.layout.annotations || []).filter(a => a.bgcolor)
+    .map(a => [a.bgcolor, g._fullLayout.paper_bgcolor]));
+"""
+
+
 def _theme(browser: Browser) -> str:
     return str(browser.driver.execute_script(
         "return document.documentElement.getAttribute('data-theme');"))
@@ -281,6 +289,11 @@ def test_the_toggle_is_remembered_and_recolours_the_charts(fresh: Browser) -> No
     body = browser.driver.execute_script(
         "return getComputedStyle(document.body).backgroundColor;")
     assert _is_dark(body)
+    # a line's label is written on the paper's colour (the linear-scaling line runs behind
+    # the count labels): the dark paper now, not a white box
+    backs = browser.driver.execute_script(_LABEL_BACKS_JS)
+    assert backs  # the count, demand and SLO labels of the plan's charts
+    assert all(b == paper for b, paper in backs), backs
     assert browser.find("theme-dark").get_attribute("aria-pressed") == "true"
 
     # remembered: a reload opens dark, charts included
@@ -294,6 +307,7 @@ def test_the_toggle_is_remembered_and_recolours_the_charts(fresh: Browser) -> No
     _choose(browser, "light")
     _wait_charts(browser, dark=False)
     assert browser.driver.execute_script(_CHART_PAPERS_JS)[0] == "#ffffff"
+    assert {b for b, _ in browser.driver.execute_script(_LABEL_BACKS_JS)} == {"#ffffff"}
 
     # auto follows the browser's preference, live
     _choose(browser, "auto")
