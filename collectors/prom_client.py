@@ -553,7 +553,7 @@ _PHASE: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
 def track_phase(cell: list[str] | None) -> None:
     """Record this context's query phase in ``cell[0]`` from now on: ``query`` while the
     request is sent and answered, ``decode`` once the whole answer is in (what a read's
-    deadline message names, :func:`collectors.snapshot._gather`)."""
+    deadline message names, :func:`collectors.query_pool.gather`)."""
     _PHASE.set(cell)
 
 

@@ -27,7 +27,7 @@ What it does with the answers, and nothing more (collectors decide nothing):
 Every read runs in one :func:`collectors.prom_client.query_group`: the first failing query
 cancels the others (their sockets are shut down, the ones not sent fail at once), so a hung
 Prometheus costs one timeout, not one per round of parallel queries; the queries run on daemon
-threads (:class:`_QueryPool`) in copies of the caller's context, so they carry the caller's
+threads (:class:`QueryPool`) in copies of the caller's context, so they carry the caller's
 :func:`~collectors.prom_client.deadline_scope`. With ``budget_s`` (a one-shot command) every
 read of the source shares one deadline, counted from its first read.
 """
@@ -35,16 +35,14 @@ read of the source shares one deadline, counted from its first read.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
 import logging
 import math
-import queue
 import threading
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, Future, wait
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -73,13 +71,11 @@ from collectors.prom_client import (
     RangeResult,
     RangeSeries,
     Sample,
-    current_deadline,
-    current_group,
     deadline_scope,
     plan_range,
     query_group,
-    track_phase,
 )
+from collectors.query_pool import QueryPool, gather, run_all, wait_bound_s
 from models.formatting import number_text, percent_text
 from models.histogram import QUANTILES, bucket_quantile
 from models.measurements import QueueSnapshot, RangeData, Snapshot
@@ -101,157 +97,6 @@ log = logging.getLogger(__name__)
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-class _QueryPool:
-    """Daemon threads running the queries of one read, each job in a copy of the context it
-    was submitted from (its deadline and :class:`~collectors.prom_client.QueryGroup`); a job's
-    failure is recorded in the group first, which cancels its siblings.
-
-    Not a :class:`~concurrent.futures.ThreadPoolExecutor`: its workers are joined when the
-    interpreter exits (``concurrent.futures.thread._python_exit``), so a command that has
-    already failed would wait there for queries nobody needs — the "hung Prometheus costs two
-    timeouts" of issue 12; and a worker picks the next queued job between a failure and the
-    pool's shutdown. Daemon threads are not joined, and a cancelled group fails a job that
-    starts late at once."""
-
-    def __init__(self, workers: int, group: QueryGroup) -> None:
-        self._workers = max(1, workers)
-        self._group = group
-        self._jobs: queue.SimpleQueue[tuple[Future[Any], contextvars.Context,
-                                            Callable[[], Any]] | None] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
-
-    def submit(self, fn: Callable[[], T]) -> Future[T]:
-        fut: Future[T] = Future()
-        self._jobs.put((fut, contextvars.copy_context(), fn))
-        if len(self._threads) < self._workers:
-            thread = threading.Thread(target=self._work, name="queuelens-query", daemon=True)
-            self._threads.append(thread)
-            thread.start()
-        return fut
-
-    def _work(self) -> None:
-        while True:
-            item = self._jobs.get()
-            if item is None:
-                return
-            fut, ctx, fn = item
-            if not fut.set_running_or_notify_cancel():
-                continue
-            try:
-                result = ctx.run(fn)
-            except BaseException as exc:  # handed to the waiting caller
-                self._group.fail(exc)
-                fut.set_exception(exc)
-            else:
-                fut.set_result(result)
-
-    def close(self) -> None:
-        """Cancel the jobs not started and let the threads end (without waiting for them)."""
-        while True:
-            try:
-                item = self._jobs.get_nowait()
-            except queue.Empty:
-                break
-            if item is not None:
-                item[0].cancel()
-        for _ in self._threads:
-            self._jobs.put(None)
-
-
-def _gather(futures: Mapping[str, Future[T]], group: QueryGroup, bound_s: float,
-            phases: Mapping[str, list[str]] | None = None) -> dict[str, T]:
-    """The results of already submitted queries. The first failure of the group is raised at
-    once (not a sibling's "cancelled"); the wait itself is bounded (every query has its own
-    deadline, ``bound_s`` is a backstop), and its message names the phase the unfinished
-    queries were in (``phases``: :func:`_tracked`)."""
-    done, not_done = wait(list(futures.values()), timeout=bound_s,
-                          return_when=FIRST_EXCEPTION)
-    if group.error is not None:
-        raise group.error
-    for fut in done:
-        exc = fut.exception()
-        if exc is not None:
-            raise exc
-    if not_done:
-        group.cancel()
-        late = Counter((phases or {}).get(k, ["query"])[0]
-                       for k, fut in futures.items() if fut in not_done)
-        raise PrometheusTimeout(
-            f"Prometheus queries did not finish within {bound_s:g} s: {_phase_text(late)}")
-    return {k: fut.result() for k, fut in futures.items()}
-
-
-def _phase_text(late: Mapping[str, int]) -> str:
-    """Which phase the unfinished queries of a read were in, the slowest first."""
-    parts = []
-    if late.get("decode"):
-        parts.append(f"Prometheus had answered {late['decode']} of them, whose answers were "
-                     "still being decoded (phase: decode) — answers too large to read in "
-                     "time: narrow the selector (--selector, profile.selector)")
-    if late.get("query"):
-        parts.append(f"{late['query']} still waiting for Prometheus's answer (phase: query)")
-    if late.get("queued"):
-        parts.append(f"{late['queued']} not sent yet (all connections busy)")
-    return "; ".join(parts) or "no query was left"
-
-
-def _tracked(fn: Callable[[], T], cell: list[str]) -> Callable[[], T]:
-    """``fn`` recording its phase in ``cell[0]``: ``queued``, then ``query`` while the
-    request is out and ``decode`` once the whole answer is in (set by the client,
-    :func:`collectors.prom_client.track_phase`), ``done``."""
-
-    def run() -> T:
-        track_phase(cell)
-        cell[0] = "query"
-        try:
-            return fn()
-        finally:
-            cell[0] = "done"
-            track_phase(None)
-
-    return run
-
-
-def _bound_s(jobs: int, workers: int, timeout_s: float) -> float:
-    """How long ``jobs`` queries on ``workers`` connections can take at most: the caller's
-    deadline, else one query timeout per round of parallel queries (plus slack)."""
-    deadline = current_deadline()
-    rounds = -(-jobs // max(1, workers))
-    bound = timeout_s * (rounds + 1) + 5.0
-    if deadline is not None:
-        bound = min(bound, max(0.0, deadline.remaining()) + 2.0)
-    return bound
-
-
-def _run_all(
-    jobs: Mapping[str, Callable[[], T]], parallelism: int, timeout_s: float
-) -> dict[str, T]:
-    """Run the callables concurrently in the current query group (one is made if there is
-    none); the first exception cancels the others and is raised at once."""
-    if parallelism <= 1 or len(jobs) <= 1:
-        return {k: fn() for k, fn in jobs.items()}
-    with _group() as group:
-        pool = _QueryPool(min(parallelism, len(jobs)), group)
-        phases = {k: ["queued"] for k in jobs}
-        try:
-            futures = {k: pool.submit(_tracked(fn, phases[k])) for k, fn in jobs.items()}
-            return _gather(futures, group, _bound_s(len(jobs), parallelism, timeout_s),
-                           phases)
-        finally:
-            pool.close()
-
-
-@contextlib.contextmanager
-def _group() -> Iterator[QueryGroup]:
-    """The query group of the read in progress, or a new one."""
-    current = current_group()
-    if current is not None:
-        yield current
-        return
-    with query_group() as group:
-        yield group
 
 
 def _duplicates(keys: Iterable[str]) -> set[str]:
@@ -563,7 +408,7 @@ class PrometheusSource:
             jobs["scrape_samples"] = instant(profile.scrape_samples_query(only))
         for i, eff in enumerate(profile.external_effects):
             jobs[f"external:{i}"] = instant(eff.render(window_s))
-        results = _run_all(jobs, self.client.settings.parallelism, self.timeout_s)
+        results = run_all(jobs, self.client.settings.parallelism, self.timeout_s)
         if topology is not None:
             results["topology"] = topology
         else:
@@ -588,7 +433,7 @@ class PrometheusSource:
             elif (why := profile.recorded_mismatch(present, window_s)) is not None:
                 log.debug("snapshot at %s: %s", at, why)
         if wanted:
-            results.update(_run_all({sq.signal: instant(sq.promql) for sq in wanted},
+            results.update(run_all({sq.signal: instant(sq.promql) for sq in wanted},
                                     self.client.settings.parallelism, self.timeout_s))
         results.update({sq.signal: InstantResult([]) for sq in conditional
                         if sq.signal not in results})
@@ -848,7 +693,7 @@ class PrometheusSource:
         if needed is None or "external_effects_per_s" in needed:
             for i, eff in enumerate(profile.external_effects):
                 fleet_jobs[f"external:{i}"] = ranged(eff.render(window))
-        fleet = _run_all(fleet_jobs, parallelism, self.timeout_s)
+        fleet = run_all(fleet_jobs, parallelism, self.timeout_s)
         recorded_answer = fleet.pop("recorded", recorded_answer)
         recorded = (profile.recorded_found(smp.labels for smp in recorded_answer.samples)
                     if recorded_answer is not None else set())
@@ -903,7 +748,7 @@ class PrometheusSource:
 
         # Pipelined: batch k+1's queries are in flight while batch k is decoded, so the
         # connections never idle at a batch boundary; at most two batches' answers are held.
-        pool = _QueryPool(max(1, parallelism), group)
+        pool = QueryPool(max(1, parallelism), group)
         pending: deque[tuple[list[str] | None, list[SignalQuery], dict[str, Future[Any]]]] = \
             deque()
 
@@ -917,8 +762,8 @@ class PrometheusSource:
                 submit(batch)
             for k in range(len(batches)):
                 batch, queries, futures = pending.popleft()
-                answers = _gather(futures, group,
-                                  _bound_s(len(futures), parallelism, self.timeout_s))
+                answers = gather(futures, group,
+                                  wait_bound_s(len(futures), parallelism, self.timeout_s))
                 if k + 2 < len(batches):
                     submit(batches[k + 2])
                 results = {**fleet, **answers}

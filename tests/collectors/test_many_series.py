@@ -22,7 +22,8 @@ from collectors.config import (
 )
 from collectors.errors import AnswerTooLarge, ConfigError, PrometheusTimeout
 from collectors.prom_client import PrometheusClient, QueryGroup
-from collectors.snapshot import PrometheusSource, _gather
+from collectors.query_pool import gather
+from collectors.snapshot import PrometheusSource
 from tests.support.cli import ROOT
 from tests.support.fault_servers import FaultServer
 from tests.support.many_series import AT, many_series
@@ -113,7 +114,7 @@ def test_the_deadline_names_the_phase_that_ran_out() -> None:
     pending: dict[str, Future[int]] = {k: Future() for k in ("a", "b", "c")}
     phases = {"a": ["decode"], "b": ["query"], "c": ["queued"]}
     with pytest.raises(PrometheusTimeout) as info:
-        _gather(pending, QueryGroup(), 0.05, phases)
+        gather(pending, QueryGroup(), 0.05, phases)
     text = str(info.value)
     assert "Prometheus had answered 1 of them, whose answers were still being decoded " \
            "(phase: decode)" in text
