@@ -1008,7 +1008,7 @@ class Profile:
           old and new cgroup both count). Kept to the controllers' pods by ``and on (pod)``
           (and the cluster labels): the cluster's other containers are never sent. The
           snapshot joins them to the processes on namespace, pod and container
-          (:class:`collectors.snapshot._Containers`)."""
+          (:class:`collectors.processes._Containers`)."""
         m = self.metrics
         ns, pod, ctr = CONTAINER_LABELS
         owners = f"count by ({proc}) (last_over_time({m.adds}{qsel}[{w}]))"

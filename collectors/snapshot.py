@@ -27,39 +27,44 @@ What it does with the answers, and nothing more (collectors decide nothing):
 Every read runs in one :func:`collectors.prom_client.query_group`: the first failing query
 cancels the others (their sockets are shut down, the ones not sent fail at once), so a hung
 Prometheus costs one timeout, not one per round of parallel queries; the queries run on daemon
-threads (:class:`QueryPool`) in copies of the caller's context, so they carry the caller's
-:func:`~collectors.prom_client.deadline_scope`. With ``budget_s`` (a one-shot command) every
-read of the source shares one deadline, counted from its first read.
+threads (:class:`collectors.query_pool.QueryPool`) in copies of the caller's context, so they
+carry the caller's :func:`~collectors.prom_client.deadline_scope`. With ``budget_s`` (a
+one-shot command) every read of the source shares one deadline, counted from its first read.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import math
 import threading
 import time
-from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections import defaultdict, deque
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
 
+from collectors.decoding import (
+    DUPLICATE_REASON,
+    duplicate_keys,
+    instant_histograms,
+    instant_rows,
+    nan_if_none,
+    warn_duplicates,
+)
 from collectors.errors import AnswerTooLarge, CollectorError, PrometheusTimeout
 from collectors.histogram import parse_le
+from collectors.processes import Attributed, Cpu, Processes
 from collectors.profile import (
-    CONTAINER_LABELS,
     CPU_CONTAINER_SIGNALS,
     CPU_PROCESS_SIGNALS,
     PRIORITY_SERIES_MAX,
     Matcher,
     Profile,
     SignalQuery,
-    code_class,
     learnt_scrape_interval_s,
     rate_window_s,
 )
@@ -68,28 +73,18 @@ from collectors.prom_client import (
     InstantResult,
     PrometheusClient,
     QueryGroup,
-    RangeResult,
-    RangeSeries,
     Sample,
     deadline_scope,
     plan_range,
     query_group,
 )
 from collectors.query_pool import QueryPool, gather, run_all, wait_bound_s
+from collectors.range_decoding import RangeOutput, learnt_expected, range_raw
 from models.formatting import number_text, percent_text
-from models.histogram import QUANTILES, bucket_quantile
+from models.histogram import QUANTILES
 from models.measurements import QueueSnapshot, RangeData, Snapshot
 from models.priority import CAPPED_PRIORITY, uncapped
-from models.signals import (
-    HISTOGRAMS,
-    RATE_FIELDS,
-    DerivedSignals,
-    Histogram,
-    ProcessSeries,
-    RawSignals,
-    derive,
-    raw_inputs,
-)
+from models.signals import HISTOGRAMS, RATE_FIELDS, DerivedSignals, RawSignals, derive, raw_inputs
 from models.verdicts.screen import screen
 
 T = TypeVar("T")
@@ -97,30 +92,6 @@ log = logging.getLogger(__name__)
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-def _duplicates(keys: Iterable[str]) -> set[str]:
-    """The keys that occur more than once ('' — series without the key label — excluded)."""
-    return {k for k, n in Counter(keys).items() if n > 1 and k}
-
-
-_DUPLICATE_REASON = ("Prometheus returned more than one {metric} series with {label}={q!r} "
-                     "and the same labels: left out rather than summed or picked")
-
-
-def _warn_duplicates(signal: str, label: str, keys: Collection[str], warnings: list[str]
-                     ) -> None:
-    """One warning per answer with duplicated series (a federation or a proxy that merged two
-    answers returns the same series twice)."""
-    if not keys:
-        return
-    shown = ", ".join(f"{label}={k!r}" for k in sorted(keys)[:3])
-    more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
-    note = (f"{signal}: Prometheus returned the same series more than once ({shown}{more}); "
-            "their values are left out, not summed or picked (two Prometheus servers "
-            "federated or merged by a proxy?)")
-    if note not in warnings:
-        warnings.append(note)
 
 
 def _replica_note(profile: Profile, replicas: Sequence[Sample], topology: Sequence[Sample]
@@ -339,7 +310,7 @@ class PrometheusSource:
         with self._read():
             samples = self.client.query(profile.topology_query(span_s), at).samples
         self._check_queue_count({smp.labels.get(profile.queue_label, "") for smp in samples})
-        procs = _Processes(profile, samples)
+        procs = Processes(profile, samples)
         names = sorted(set(procs.of_name) - {""})
         out: dict[str, tuple[str, ...]] = {}
         for q in names:
@@ -457,7 +428,7 @@ class PrometheusSource:
             samples = results[signal].samples
             out = {s.labels.get(label, ""): s for s in samples}
             if len(out) < len(samples):
-                dups = _duplicates(s.labels.get(label, "") for s in samples)
+                dups = duplicate_keys(s.labels.get(label, "") for s in samples)
                 if signal == "samples_in_window":
                     # The gap check keeps the fewest samples (a gap in either copy counts).
                     for smp in samples:
@@ -468,7 +439,7 @@ class PrometheusSource:
                     for key in dups:
                         del out[key]
                     duplicated[signal] |= dups
-                _warn_duplicates(signal, label, dups, warnings)
+                warn_duplicates(signal, label, dups, warnings)
             return out
 
         per_queue = {sq.signal: keyed(sq.signal) for sq in queries
@@ -488,7 +459,7 @@ class PrometheusSource:
                 del acc[q]
             if dups:
                 duplicated[signal] |= dups
-                _warn_duplicates(signal, ql, dups, warnings)
+                warn_duplicates(signal, ql, dups, warnings)
             buckets[signal] = acc
         outcomes: dict[str, dict[str, float]] = defaultdict(dict)
         if "reconcile_results_per_s" in results:
@@ -505,7 +476,7 @@ class PrometheusSource:
                 del outcomes[c]
             if twice:
                 duplicated["reconcile_results_per_s"] |= twice
-                _warn_duplicates("reconcile_results_per_s", cl, twice, warnings)
+                warn_duplicates("reconcile_results_per_s", cl, twice, warnings)
 
         names: set[str] = set()
         for samples in per_queue.values():
@@ -554,35 +525,36 @@ class PrometheusSource:
                 direct[name][row, 0] = value
         external = [self._external(q, results) for q in order]
         direct["external_effects_per_s"] = np.array(
-            [_nan(value) for value, _ in external]).reshape(-1, 1)
-        hists = {prefix: _layouts(buckets[signal], rows)
+            [nan_if_none(value) for value, _ in external]).reshape(-1, 1)
+        hists = {prefix: instant_histograms(buckets[signal], rows)
                  for signal, prefix in (("queue_wait_buckets", "queue_wait"),
                                         ("work_buckets", "work"))}
-        procs = _Processes(profile, results["topology"].samples)
-        api = procs.add(_instant_rows(results["api_calls"].samples), "api_calls_per_s", "code",
+        procs = Processes(profile, results["topology"].samples)
+        api = procs.add(instant_rows(results["api_calls"].samples), "api_calls_per_s", "code",
                         "api_calls_by_class_per_s")
-        throttle = procs.add(_instant_rows(results["throttle_s_per_s"].samples),
+        throttle = procs.add(instant_rows(results["throttle_s_per_s"].samples),
                              "throttle_s_per_s")
-        beyond_procs: dict[str, _Attributed] = {}
+        beyond_procs: dict[str, Attributed] = {}
         for sq in queries:
             if sq.signal in _PROCESS_BEYOND:
                 beyond_procs[sq.signal] = procs.add(
-                    _instant_rows(results[sq.signal].samples), sq.signal,
+                    instant_rows(results[sq.signal].samples), sq.signal,
                     absent=f"no {sq.metric} series{_PROCESS_BEYOND[sq.signal]}")
         for metric, att in ((m.rest_client_requests, api), (m.rate_limiter_duration, throttle)):
             note = procs.note(metric, att)
             if note and note not in warnings:
                 warnings.append(note)
-        cpu = _Cpu(profile, results, procs, by_signal)
+        cpu = Cpu(profile, results, procs, by_signal)
         warnings += [n for n in procs.notes if n not in warnings]
         raw = RawSignals(
             queues=order, t=t, direct=direct, histograms=hists,
-            configured_workers=np.array([_nan(profile.configured_workers(q)) for q in order]),
+            configured_workers=np.array([nan_if_none(profile.configured_workers(q))
+                                         for q in order]),
             samples_in_window=(column(per_queue["samples_in_window"])
                                if "samples_in_window" in per_queue else None),
             expected_samples=(window_s / profile.scrape_interval_s
                               if profile.scrape_interval_s
-                              else _learnt_expected(results, ql, order, window_s)),
+                              else learnt_expected(results, ql, order, window_s)),
             processes=procs.count, queue_process=procs.pairs(order),
             process_series=procs.series)
         derived = derive(raw)
@@ -723,7 +695,7 @@ class PrometheusSource:
             warnings.append(f"step widened from {step_s:g} s to {step} s (whole seconds, at most "
                             f"11,000 points per series)")
         t = a + step * np.arange((b - a) // step + 1, dtype=np.float64)
-        out = _RangeOutput(t, wanted, len(batches))
+        out = RangeOutput(t, wanted, len(batches))
         topology: Sequence[Sample] = fleet["topology"].samples
         rows_of: dict[str, list[Sample]] = defaultdict(list)
         for smp in topology:
@@ -770,10 +742,10 @@ class PrometheusSource:
                 del answers
                 for sq in queries:
                     warnings += [w for w in results[sq.signal].warnings if w not in warnings]
-                procs = _Processes.for_range(profile, batch_topology(batch), results, t,
+                procs = Processes.for_range(profile, batch_topology(batch), results, t,
                                              float(step), warnings)
                 queries = [sq for sq in queries if not sq.key.startswith("process")]
-                raw = _range_raw(profile, results, queries, batch, t, float(step), window,
+                raw = range_raw(profile, results, queries, batch, t, float(step), window,
                                  procs, warnings, intervals)
                 del results
                 out.add(derive(raw))
@@ -829,248 +801,7 @@ def _unbatched_points(histograms: bool) -> int:
     return RANGE_BATCH_QUEUES * BATCH_GRID_POINTS * (1 if histograms else BUCKETS_PER_HISTOGRAM)
 
 
-class _RangeOutput:
-    """The rows of every batch of a range read, written into one matrix per signal as each
-    batch arrives (a batch's own matrices are dropped right after)."""
-
-    def __init__(self, t: np.ndarray, names: Sequence[str], batches: int) -> None:
-        self.t = t
-        self.single: DerivedSignals | None = None
-        self.batches = batches
-        self.names = sorted(set(names))
-        self.rows = {q: i for i, q in enumerate(self.names)}
-        self.seen = np.zeros(len(self.names), dtype=bool)
-        self.signals: dict[str, np.ndarray] = {}
-        self.gap = np.zeros((len(self.names) if batches > 1 else 0, len(t)), dtype=bool)
-
-    def add(self, derived: DerivedSignals) -> None:
-        if self.batches == 1:
-            self.single = derived
-            return
-        idx = np.array([self.rows[q] for q in derived.queues], dtype=np.int64)
-        self.seen[idx] = True
-        self.gap[idx] = derived.gap
-        for name, v in derived.values.items():
-            if not np.isfinite(v).any():
-                continue
-            m = self.signals.get(name)
-            if m is None:
-                m = self.signals[name] = np.full((len(self.names), len(self.t)), np.nan)
-            m[idx] = v
-
-    def result(self) -> tuple[tuple[str, ...], dict[str, np.ndarray], np.ndarray]:
-        """Queues, signal matrices and scrape-gap mask (rows in the queues' order)."""
-        if self.single is not None:
-            d = self.single
-            return (d.queues, {k: v for k, v in d.values.items() if np.isfinite(v).any()},
-                    d.gap)
-        if self.seen.all():
-            return tuple(self.names), self.signals, self.gap
-        keep = np.flatnonzero(self.seen)
-        return (tuple(self.names[i] for i in keep),
-                {k: v[keep] for k, v in self.signals.items()}, self.gap[keep])
-
-
-# --- decoding ---------------------------------------------------------------------------
-
-
-def _nan(value: float | None) -> float:
-    return math.nan if value is None else float(value)
-
-
-def _layouts(per_queue: Mapping[str, list[tuple[float, float]]], rows: Mapping[str, int]
-             ) -> list[Histogram]:
-    """Instant bucket samples grouped by bucket layout (one :class:`Histogram` per ``le`` set)."""
-    groups: dict[tuple[float, ...], list[tuple[int, list[float]]]] = defaultdict(list)
-    for q, pairs in per_queue.items():
-        i = rows.get(q)
-        if i is None or not pairs:
-            continue
-        pairs = sorted(pairs)
-        groups[tuple(le for le, _ in pairs)].append((i, [c for _, c in pairs]))
-    out = []
-    for bounds, members in groups.items():
-        counts = np.array([c for _, c in members], dtype=np.float64)[:, None, :]
-        out.append(Histogram(np.array(bounds), counts,
-                             np.array([i for i, _ in members], dtype=np.int64)))
-    return out
-
-
-@dataclass
-class _Attributed:
-    """One process-wide metric decoded for :func:`models.signals.derive`."""
-
-    series: ProcessSeries | None
-    labelled: bool
-    present: set[int]
-    """Processes with at least one finite sample."""
-    absent_reason: str
-    empty: bool
-
-
-class _Processes:
-    """Which process (the profile's process labels) runs which queue, from the topology query,
-    and the process-wide series (``rest_client_*``: no controller label) as per-process rows for
-    :func:`models.signals.derive` — for a snapshot (one column) and a range read alike.
-
-    Without any process label on a metric's series, that metric's rows all go to one
-    process-wide pseudo process that every queue is given (and a warning says so)."""
-
-    def __init__(self, profile: Profile, topology: Sequence[Sample]) -> None:
-        self.profile = profile
-        self.plabels = profile.process_labels
-        self.index: dict[tuple[str, ...], int] = {}
-        self.of_name: dict[str, set[int]] = defaultdict(set)
-        self.keys_of_name: dict[str, set[tuple[str, ...]]] = defaultdict(set)
-        for smp in topology:
-            q = smp.labels.get(profile.queue_label, "")
-            key = self.key(smp.labels)
-            self.of_name[q].add(self.process(key))
-            self.keys_of_name[q].add(key)
-        self.wide: int | None = None
-        self.attributed: list[_Attributed] = []
-        self.notes: list[str] = []
-        """Warnings about the process-wide answers (duplicated series)."""
-
-    def key(self, labels: Mapping[str, str]) -> tuple[str, ...]:
-        get = labels.get
-        return tuple([get(lb, "") for lb in self.plabels])
-
-    def process(self, key: tuple[str, ...]) -> int:
-        return self.index.setdefault(key, len(self.index))
-
-    @property
-    def count(self) -> int:
-        return len(self.index)
-
-    @property
-    def series(self) -> list[ProcessSeries]:
-        return [a.series for a in self.attributed if a.series is not None]
-
-    def series_for(self, processes: np.ndarray) -> list[ProcessSeries]:
-        """:attr:`series` restricted to the rows of ``processes`` (a batch of a range read
-        needs only its own queues' processes, not the whole fleet's)."""
-        out = []
-        for ps in self.series:
-            keep = np.isin(ps.process, processes)
-            out.append(dataclasses.replace(
-                ps, process=ps.process[keep], values=ps.values[keep],
-                class_of=None if ps.class_of is None else ps.class_of[keep]))
-        return out
-
-    def pairs(self, order: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(row, process) for every queue of ``order`` and each process that runs it."""
-        q_idx: list[int] = []
-        p_idx: list[int] = []
-        for r, q in enumerate(order):
-            for pi in self.of_name.get(q, ()):
-                q_idx.append(r)
-                p_idx.append(pi)
-            if self.wide is not None:
-                q_idx.append(r)
-                p_idx.append(self.wide)
-        return np.array(q_idx, dtype=np.int64), np.array(p_idx, dtype=np.int64)
-
-    def add(self, rows: Sequence[tuple[Mapping[str, str], np.ndarray]], total_field: str,
-            sub_label: str | None = None, class_field: str = "", absent: str | None = None,
-            classify: Callable[[str], str] = code_class) -> _Attributed:
-        """Rows (labels, values over the read's times) of one process-wide metric;
-        ``absent``: why a queue has no value when the metric has no series; ``classify``:
-        the class of a ``sub_label`` value (an HTTP code's class by default)."""
-        m = self.profile.metrics
-        if absent is None:
-            absent = (f"no {m.rest_client_requests} series" if sub_label else
-                      f"no {m.rate_limiter_duration}_sum series (stock controller-runtime "
-                      "does not expose the client-side rate limiter histogram)")
-        labelled = any(any(lb.get(p) for p in self.plabels) for lb, _ in rows)
-        keys = [(self.key(lb), lb.get(sub_label, "") if sub_label else "") for lb, _ in rows]
-        if len(set(keys)) < len(keys):
-            counts = Counter(keys)
-            twice = {k for k, n in counts.items() if n > 1}
-            rows = [row for row, k in zip(rows, keys, strict=True) if k not in twice]
-            shown = "; ".join(",".join(f"{lb}={v}" for lb, v in zip(self.plabels, k[0],
-                                                                    strict=True) if v)
-                              or "no process labels" for k in sorted(twice)[:3])
-            self.notes.append(
-                f"{total_field}: Prometheus returned the same series more than once ({shown}); "
-                "their values are left out, not summed or picked (two Prometheus servers "
-                "federated or merged by a proxy?)")
-        finite = [(lb, v) for lb, v in rows if np.isfinite(v).any()]
-        att = _Attributed(None, labelled, set(), absent, not rows)
-        if finite:
-            if labelled:
-                procs = [self.process(self.key(lb)) for lb, _ in finite]
-            else:
-                self.wide = self.process(("",) * (len(self.plabels) + 1))  # clashes with none
-                procs = [self.wide] * len(finite)
-            classes: tuple[str, ...] = ()
-            class_of = None
-            if sub_label:
-                names = [classify(lb.get(sub_label, "")) for lb, _ in finite]
-                classes = tuple(sorted(set(names)))
-                class_of = np.array([classes.index(n) for n in names], dtype=np.int64)
-            att.series = ProcessSeries(
-                process=np.array(procs, dtype=np.int64),
-                values=np.array([v for _, v in finite], dtype=np.float64),
-                total_field=total_field, class_of=class_of, classes=classes,
-                class_field=class_field)
-            att.present = set(procs)
-        self.attributed.append(att)
-        return att
-
-    def note(self, metric: str, att: _Attributed) -> str | None:
-        if att.series is not None and not att.labelled:
-            return (f"{metric} has no {'/'.join(self.plabels)} labels: the process-wide total is "
-                    "shown for every queue (it is shared by all controllers of the process)")
-        return None
-
-    def reason(self, q: str, att: _Attributed) -> str | None:
-        """Why queue ``q`` has no value of the attributed metric (None: it has one)."""
-        if att.empty or att.series is None:
-            return att.absent_reason
-        if not att.labelled:
-            return None
-        procs = self.of_name.get(q)
-        if not procs:
-            return "cannot tell which process (job/instance) runs this queue"
-        if not procs & att.present:
-            where = ", ".join(f"{k}={v}" for k, v in self.process_labels(q).items())
-            return f"{att.absent_reason} for the process running this queue ({where})"
-        return None
-
-    def process_labels(self, q: str) -> dict[str, str]:
-        keys = sorted(self.keys_of_name.get(q, ()))
-        out: dict[str, str] = {}
-        for j, lb in enumerate(self.plabels):
-            vals = sorted({k[j] for k in keys if k[j]})
-            if vals:
-                out[lb] = ",".join(vals)
-        return out
-
-    @classmethod
-    def for_range(cls, profile: Profile, topology: Sequence[Sample],
-                  results: Mapping[str, Any], t: np.ndarray, step: float,
-                  warnings: list[str]) -> _Processes:
-        """The range answers of the process-wide queries of one batch of queues (their
-        ``topology`` rows), decoded once."""
-        procs = cls(profile, topology)
-        for signal, total_field, sub, class_field, metric in (
-                ("api_calls", "api_calls_per_s", "code", "api_calls_by_class_per_s",
-                 profile.metrics.rest_client_requests),
-                ("throttle_s_per_s", "throttle_s_per_s", None, "",
-                 profile.metrics.rate_limiter_duration)):
-            if signal not in results:
-                continue
-            res: RangeResult = results[signal]
-            _note_dropped(signal, res, warnings)
-            vals = np.full((len(res.labels), len(t)), np.nan)
-            _scatter(vals, res, np.arange(len(res.labels), dtype=np.int64), t, step)
-            rows = list(zip(res.labels, vals, strict=True))
-            text = procs.note(metric, procs.add(rows, total_field, sub, class_field))
-            if text and text not in warnings:
-                warnings.append(text)
-        warnings += [n for n in procs.notes if n not in warnings]
-        return procs
+# --- a snapshot's queues, with the reason for every missing value ----------------------
 
 
 class _Beyond:
@@ -1080,8 +811,8 @@ class _Beyond:
     ``cluster_labels`` through the topology answer, since one cluster value goes to every queue
     of that cluster (no sum over queues is involved)."""
 
-    def __init__(self, profile: Profile, results: Mapping[str, Any], procs: _Processes,
-                 attributed: Mapping[str, _Attributed], warnings: list[str]) -> None:
+    def __init__(self, profile: Profile, results: Mapping[str, Any], procs: Processes,
+                 attributed: Mapping[str, Attributed], warnings: list[str]) -> None:
         self.profile = profile
         self.procs = procs
         self.attributed = attributed
@@ -1211,298 +942,6 @@ class _Beyond:
             missing.pop("apf_priority_level", None)
 
 
-CPU_SCHED_Q = 0.99
-"""The run-queue wait quantile reported (``cpu_sched_latency_p99_s``). client_golang's Go
-collector exposes ``go_sched_latencies_seconds`` in buckets about ×11 apart (64 ns … 0.117 s,
-the reference expositions): p99 is honest only as its bucket — which decade the tail of the
-run-queue wait is in — so it goes out with :attr:`QueueSnapshot.quantile_bounds`."""
-
-_CONTAINER_FIELDS: Mapping[str, str] = {
-    "cpu_limit_cores": "cpu_limit_cores",
-    "cpu_cfs_throttled_per_s": "cpu_throttled_share",
-    "cpu_cfs_periods_per_s": "cpu_throttled_share",
-}
-"""Container query -> the snapshot field it feeds."""
-
-
-class _Containers:
-    """The controllers' containers, joined to their processes.
-
-    The kube-state-metrics and cAdvisor series carry ``namespace``, ``pod`` and
-    ``container`` (:data:`collectors.profile.CONTAINER_LABELS`), not the controller's
-    job/instance; the topology answer gives each process its pod (and namespace and container
-    where its series carry them: :attr:`Profile.container_labels`). The rule, per process:
-
-    * its pod: the pod label of its series (no pod label: nothing is joined); its namespace:
-      the namespace label of its series, else the one namespace a pod of that name has in the
-      answers (a pod name in two namespaces and no namespace label: not joined);
-    * its container: the container label of its series (the Prometheus Operator sets it),
-      else the pod's one container (``kube_pod_container_info``, containers other than
-      ``POD``/empty). A pod with several containers and no container label is *not* summed:
-      the Go process runs in one of them, its GOMAXPROCS and its CFS quota are that
-      container's, and a sidecar's limit (a kube-rbac-proxy's 500m) added in would state a
-      ceiling the controller cannot use; nor is a container guessed from which containers have
-      a limit (the controller's may be the one without);
-    * a process whose series name several pods (process labels without ``pod``) gets the sum
-      of its pods' containers, like its summed ``process_cpu_seconds_total``; every one must
-      have the value, else the process has none (a partial sum would understate it)."""
-
-    def __init__(self, profile: Profile, topology: Sequence[Sample], procs: _Processes,
-                 results: Mapping[str, Any], metric_of: Mapping[str, str]) -> None:
-        self.profile = profile
-        ns_l, pod_l, ctr_l = profile.container_labels
-        clusters = profile.cluster_labels
-        self.where: dict[tuple[str, ...], set[tuple[tuple[str, ...], str, str, str]]] = \
-            defaultdict(set)
-        for smp in topology:
-            lb = smp.labels
-            self.where[procs.key(lb)].add((tuple(lb.get(c, "") for c in clusters),
-                                          lb.get(ns_l, ""), lb.get(pod_l, ""),
-                                          lb.get(ctr_l, "")))
-        ns, pod, ctr = CONTAINER_LABELS
-        self.values: dict[str, dict[tuple[tuple[str, ...], str, str, str], float]] = {}
-        self.namespaces: dict[tuple[tuple[str, ...], str], set[str]] = defaultdict(set)
-        self.containers: dict[tuple[tuple[str, ...], str, str], set[str]] = defaultdict(set)
-        for signal in ("cpu_pod_containers", *_CONTAINER_FIELDS):
-            out: dict[tuple[tuple[str, ...], str, str, str], float] = {}
-            for smp in results[signal].samples if signal in results else ():
-                lb = smp.labels
-                cl = tuple(lb.get(c, "") for c in clusters)
-                key = (cl, lb.get(ns, ""), lb.get(pod, ""), lb.get(ctr, ""))
-                self.namespaces[(cl, key[2])].add(key[1])
-                if signal == "cpu_pod_containers":
-                    self.containers[key[:3]].add(key[3])
-                elif smp.value is not None:
-                    out[key] = smp.value
-            self.values[signal] = out
-        self.metric_of = metric_of
-        self.info_seen = bool(self.containers)
-
-    def chosen(self, key: tuple[str, ...]
-               ) -> tuple[list[tuple[tuple[str, ...], str, str, str]], str | None]:
-        """The containers of process ``key`` (one per pod), or why they cannot be told."""
-        ns_l, pod_l, ctr_l = self.profile.container_labels
-        out = []
-        for cl, ns, pod, ctr in sorted(self.where.get(key, ())):
-            if not pod:
-                return [], (f"the controller's series carry no {pod_l!r} label: its "
-                            "container's kube-state-metrics and cAdvisor series cannot be "
-                            "joined (profile labels.pod names the label)")
-            if not ns:
-                seen = sorted(self.namespaces.get((cl, pod), set()) - {""})
-                if len(seen) > 1:
-                    return [], (f"pod {pod!r} exists in {len(seen)} namespaces "
-                                f"({', '.join(seen)}) and the controller's series carry no "
-                                f"{ns_l!r} label: its container cannot be told")
-                ns = seen[0] if seen else ""
-            if not ctr:
-                names = sorted(self.containers.get((cl, ns, pod), set()))
-                if len(names) > 1:
-                    return [], (f"pod {ns}/{pod} has {len(names)} containers "
-                                f"({', '.join(names)}) and the controller's series carry no "
-                                f"{ctr_l!r} label: the controller's container cannot be told "
-                                "(a sidecar's CPU is not the controller's; relabel "
-                                "__meta_kubernetes_pod_container_name to container)")
-                if not names:
-                    return [], (f"which container of pod {ns}/{pod} is the controller's is "
-                                f"unknown: no {self.metric_of['cpu_pod_containers']} series "
-                                "for the pod (kube-state-metrics not scraped by this "
-                                f"Prometheus) and no {ctr_l!r} label on the controller's "
-                                "series")
-                ctr = names[0]
-            out.append((cl, ns, pod, ctr))
-        return out, None
-
-    def rows(self, procs: _Processes, signal: str
-             ) -> tuple[list[tuple[Mapping[str, str], np.ndarray]], dict[int, str]]:
-        """One row per process that has the value of ``signal`` (its containers' sum, under
-        the process's labels) and, for the others, why not."""
-        rows: list[tuple[Mapping[str, str], np.ndarray]] = []
-        why: dict[int, str] = {}
-        values = self.values[signal]
-        metric = self.metric_of[signal]
-        for key in self.where:
-            idx = procs.process(key)
-            containers, reason = self.chosen(key)
-            total = 0.0
-            for c in containers:
-                value = values.get(c)
-                if value is None:
-                    reason = self._absent(signal, metric, c)
-                    break
-                total += value
-            if reason is not None or not containers:
-                why[idx] = reason or "not available"
-                continue
-            rows.append((dict(zip(procs.plabels, key, strict=True)), np.array([total])))
-        return rows, why
-
-    def _absent(self, signal: str, metric: str, c: tuple[tuple[str, ...], str, str, str]
-                ) -> str:
-        _, ns, pod, ctr = c
-        where = f"container {ctr!r} of pod {ns}/{pod}" if ns else f"container {ctr!r} of pod {pod}"
-        if signal == "cpu_limit_cores":
-            if (c[0], ns, pod) in self.containers:
-                return (f"{where} has no CPU limit (resources.limits.cpu unset: "
-                        f"{metric}{{resource=\"cpu\"}} has no series for it)")
-            return (f"no {metric}{{resource=\"cpu\"}} series for {where} "
-                    "(kube-state-metrics not scraped by this Prometheus?)")
-        return (f"no {metric} series for {where} (the kubelet's cAdvisor endpoint not scraped, "
-                "or the container has no CPU limit: CFS periods are counted only under a "
-                "quota)")
-
-
-class _Cpu:
-    """The controller's CPU (issue 20) for each queue of a snapshot, from the optional
-    per-process (``process_*``, ``go_*``) and per-container (kube-state-metrics, cAdvisor)
-    answers.
-
-    Every figure is attributed to the processes running the queue like the REST-client ones
-    (:class:`_Processes`): summed over them — cores used, GOMAXPROCS and the CPU limit add
-    up over a queue's processes (several pods of one controller: a failover within the
-    window, shards) — and the two ratios are pooled: the mean run-queue wait is Σ rate(_sum)
-    ÷ Σ rate(_count), p99 comes from the summed bucket rates, the throttled share is
-    Σ throttled periods ÷ Σ periods. A queue gets a figure only when every one of its
-    processes has it (a partial sum against a whole one would mislead)."""
-
-    def __init__(self, profile: Profile, results: Mapping[str, Any], procs: _Processes,
-                 by_signal: Mapping[str, SignalQuery]) -> None:
-        self.procs = procs
-        self.metric_of = {k: sq.metric for k, sq in by_signal.items()}
-        self.read = any(k in by_signal for k in CPU_PROCESS_SIGNALS)
-        self.att: dict[str, _Attributed] = {}
-        self.why: dict[str, dict[int, str]] = {}
-        if not self.read:
-            return
-        fix = {
-            "cpu_used_cores": " (client_golang's process collector: controller-runtime "
-                              "registers it; Linux only)",
-            "cpu_gomaxprocs": " (client_golang's Go collector with the runtime metrics, "
-                              "as controller-runtime registers it)",
-        }
-        for signal in CPU_PROCESS_SIGNALS:
-            rows = _instant_rows(results[signal].samples) if signal in results else []
-            metric = self.metric_of[signal]
-            absent = f"no {metric} series{fix.get(signal, ' (client_golang Go collector)')}"
-            if signal == "cpu_sched_buckets":
-                self.att[signal] = procs.add(rows, signal, "le", "cpu_sched_bucket", absent,
-                                             classify=str)
-            else:
-                self.att[signal] = procs.add(rows, signal, absent=absent)
-        self.containers = _Containers(profile, results["topology"].samples, procs, results,
-                                      self.metric_of)
-        for signal in _CONTAINER_FIELDS:
-            rows, why = self.containers.rows(procs, signal)
-            metric = self.metric_of[signal]
-            self.att[signal] = procs.add(rows, signal, absent=f"no {metric} series for the "
-                                         "controllers' pods")
-            self.why[signal] = why
-        self.columns: dict[str, list[float]] = {}
-        self.p99: tuple[list[float], list[float], list[float], list[bool]] | None = None
-
-    def derived(self, derived: DerivedSignals) -> _Cpu | None:
-        """The per-queue columns of the derived read (and the run-queue wait's p99 for every
-        queue in one :func:`models.histogram.bucket_quantile` call per bucket layout)."""
-        if not self.read:
-            return None
-        for signal in (*CPU_PROCESS_SIGNALS, *_CONTAINER_FIELDS):
-            col = derived.values.get(signal)
-            if col is not None:
-                self.columns[signal] = col[:, 0].tolist()
-        prefix = "cpu_sched_bucket."
-        les = [(parse_le(k[len(prefix):]), k) for k in derived.values if k.startswith(prefix)]
-        cols = sorted((le, k) for le, k in les if le is not None)
-        n = len(derived.queues)
-        value, lo, hi = [math.nan] * n, [math.nan] * n, [math.nan] * n
-        low = [False] * n
-        if cols:
-            counts = np.column_stack([derived.values[k][:, 0] for _, k in cols])
-            bounds = np.array([le for le, _ in cols])
-            have = np.isfinite(counts)
-            layouts: dict[bytes, list[int]] = defaultdict(list)
-            for i in range(n):
-                if have[i].any():
-                    layouts[have[i].tobytes()].append(i)
-            for mask_bytes, rows in layouts.items():
-                mask = np.frombuffer(mask_bytes, dtype=bool)
-                picked = counts[np.ix_(np.array(rows, dtype=np.int64), np.flatnonzero(mask))]
-                res = bucket_quantile(CPU_SCHED_Q, bounds[mask].tolist(), picked)
-                for j, i in enumerate(rows):
-                    value[i] = float(res.values[j])
-                    lo[i], hi[i] = float(res.bucket_lo[j]), float(res.bucket_hi[j])
-                    low[i] = bool(res.lower_bound[j])
-        self.p99 = (value, lo, hi, low)
-        return self
-
-    def _value(self, signal: str, i: int, q: str) -> tuple[float | None, str | None]:
-        """Queue ``q``'s (row ``i``) attributed value of ``signal`` or why it has none."""
-        att = self.att[signal]
-        reason = self.procs.reason(q, att)
-        mine = self.procs.of_name.get(q, set())
-        if reason is None and att.labelled:
-            lacking = sorted(mine - att.present)
-            if lacking:
-                known = self.why.get(signal, {})
-                reason = next((known[p] for p in lacking if p in known), None) or (
-                    f"{att.absent_reason} for {len(lacking)} of the {len(mine)} processes "
-                    "running this queue")
-        elif reason is not None and signal in self.why:
-            reason = next((self.why[signal][p] for p in sorted(mine) if p in self.why[signal]),
-                          reason)
-        if reason is not None:
-            return None, reason
-        v = self.columns.get(signal, [math.nan] * (i + 1))[i]
-        return (v, None) if math.isfinite(v) else (None, "not available")
-
-    def fields(self, i: int, q: str, warnings: list[str]
-               ) -> tuple[dict[str, Any], dict[str, str], dict[str, tuple[float, float]]]:
-        """(the CPU fields of queue ``q`` at row ``i``, why the missing ones are missing, the
-        bucket of its run-queue wait p99)."""
-        values: dict[str, Any] = {}
-        missing: dict[str, str] = {}
-        bounds: dict[str, tuple[float, float]] = {}
-
-        def put(name: str, value: float | None, reason: str | None) -> None:
-            if value is None:
-                missing[name] = reason or "not available"
-            else:
-                values[name] = value
-
-        put("cpu_used_cores", *self._value("cpu_used_cores", i, q))
-        put("cpu_gomaxprocs", *self._value("cpu_gomaxprocs", i, q))
-        put("cpu_limit_cores", *self._value("cpu_limit_cores", i, q))
-        for name, num, den, zero in (
-                ("cpu_sched_latency_mean_s", "cpu_sched_s_per_s", "cpu_sched_count_per_s",
-                 "no goroutine was scheduled in the window (0/0)"),
-                ("cpu_throttled_share", "cpu_cfs_throttled_per_s", "cpu_cfs_periods_per_s",
-                 "the container ran no CFS period in the window (0/0)")):
-            top, why_top = self._value(num, i, q)
-            bottom, why_bottom = self._value(den, i, q)
-            if top is None or bottom is None:
-                put(name, None, why_top or why_bottom)
-            else:
-                put(name, top / bottom if bottom > 0 else None, zero)
-        p99 = "cpu_sched_latency_p99_s"
-        _, why_buckets = self._value("cpu_sched_buckets", i, q)
-        if why_buckets is not None or self.p99 is None:
-            put(p99, None, why_buckets)
-        else:
-            value, lo, hi, low = (part[i] for part in self.p99)
-            if math.isfinite(value):
-                values[p99] = value
-                bounds[p99] = (lo, hi)
-                if low:
-                    warnings.append(
-                        f"{q}: {p99} is a lower bound: more than 1 % of the run-queue waits "
-                        f"took longer than the highest finite bucket of "
-                        f"{self.metric_of['cpu_sched_buckets'].removesuffix('_bucket')} "
-                        f"({value:g} s)")
-            else:
-                put(p99, None, f"{self.metric_of['cpu_sched_buckets']}: no observation in "
-                               "the window, or no +Inf bucket")
-        return values, missing, bounds
-
-
 def _prio(text: str) -> tuple[int, float, str]:
     """Priorities in order, highest first (numbers; then anything else by name)."""
     try:
@@ -1517,8 +956,8 @@ class _SnapshotReasons:
 
     def __init__(self, profile: Profile, per_queue: Mapping[str, Mapping[str, Sample]],
                  buckets: Mapping[str, Mapping[str, list[tuple[float, float]]]],
-                 outcomes: Mapping[str, Mapping[str, float]], procs: _Processes,
-                 api: _Attributed, throttle: _Attributed, window_s: float,
+                 outcomes: Mapping[str, Mapping[str, float]], procs: Processes,
+                 api: Attributed, throttle: Attributed, window_s: float,
                  duplicated: Mapping[str, set[str]]) -> None:
         self.profile = profile
         self.duplicated = duplicated
@@ -1535,7 +974,7 @@ class _SnapshotReasons:
         self._columns: dict[str, list[float]] | None = None
         self.beyond: _Beyond | None = None
         """The fields beyond the queue, when the read has them."""
-        self.cpu: _Cpu | None = None
+        self.cpu: Cpu | None = None
         """The controller's CPU fields, when the read has them."""
         self._keyed: dict[str, list[tuple[str, str]]] = defaultdict(list)
         """Mapping fields (``reconcile_results_per_s``…) -> their (signal, key) names."""
@@ -1562,7 +1001,7 @@ class _SnapshotReasons:
             label = (profile.controller_label if signal in self.controller_keyed
                      else profile.queue_label)
             if q in self.duplicated.get(signal, ()):
-                return _DUPLICATE_REASON.format(metric=metric, label=label, q=q)
+                return DUPLICATE_REASON.format(metric=metric, label=label, q=q)
             return f"no {metric} series with {label}={q!r} in the window"
         if sample.value is None:
             return _special_reason(metric, sample.special)
@@ -1603,7 +1042,7 @@ class _SnapshotReasons:
             for p, qv in QUANTILES:
                 name = f"{prefix}_{p}_s"
                 if not pairs:
-                    need(name, _DUPLICATE_REASON.format(metric=metric + "_bucket",
+                    need(name, DUPLICATE_REASON.format(metric=metric + "_bucket",
                                                         label=profile.queue_label, q=q)
                          if q in self.duplicated.get(signal, ()) else
                          f"no {metric}_bucket series with {profile.queue_label}={q!r}")
@@ -1620,7 +1059,7 @@ class _SnapshotReasons:
                            if values[k] is not None}
         if not results_by_kind and q not in self.outcomes:
             missing["reconcile_results_per_s"] = (
-                _DUPLICATE_REASON.format(metric=m.reconcile_total,
+                DUPLICATE_REASON.format(metric=m.reconcile_total,
                                          label=profile.controller_label, q=q)
                 if q in self.duplicated.get("reconcile_results_per_s", ()) else
                 f"no {m.reconcile_total} series with {profile.controller_label}={q!r}"
@@ -1736,225 +1175,3 @@ def _bucket_reason(pairs: Sequence[tuple[float, float]]) -> str:
     return "no observations in the window"
 
 
-def _range_raw(profile: Profile, results: Mapping[str, Any], queries: Sequence[SignalQuery],
-               queues: Sequence[str] | None, t: np.ndarray, step: float, window_s: float,
-               procs: _Processes, warnings: list[str],
-               intervals: Mapping[str, float]) -> RawSignals:
-    """Range answers decoded straight into (queues × times) matrices on the read's grid: each
-    answer is scattered in one operation (its points are flat arrays, see
-    :class:`collectors.prom_client.RangeResult`). ``intervals``: the learnt scrape interval
-    of each queue (a full window holds window ÷ interval of its samples)."""
-    ql, cl = profile.queue_label, profile.controller_label
-    wanted = set(queues) if queues else None
-    label_of = {"queue": ql, "controller": cl, "controller_result": cl, "queue_le": ql}
-    names: set[str] = set()
-    for sq in queries:
-        res: RangeResult = results[sq.signal]
-        _note_dropped(sq.signal, res, warnings)
-        label = label_of.get(sq.key)
-        if label is not None:
-            names |= {lb.get(label, "") for lb in res.labels}
-    names.discard("")
-    if wanted is not None:
-        names &= wanted
-    order = tuple(sorted(names))
-    rows = {q: i for i, q in enumerate(order)}
-    shape = (len(order), len(t))
-
-    def place(out: np.ndarray, row: int, s: RangeSeries) -> None:
-        _place(out, row, s, t, step)
-
-    direct: dict[str, np.ndarray] = {}
-    counts = None
-    for sq in queries:
-        label = label_of.get(sq.key)
-        if label is None or sq.key == "queue_le":
-            continue
-        res = results[sq.signal]
-        series_row = np.array([rows.get(lb.get(label, ""), -1) for lb in res.labels],
-                              dtype=np.int64)
-        keys = ([f"{lb.get(label, '')}\x00{lb.get('result', '')}" for lb in res.labels]
-                if sq.key == "controller_result" else [lb.get(label, "") for lb in res.labels])
-        dups = _duplicates(keys) if len(set(keys)) < len(keys) else set()
-        if dups:
-            twice = np.array([k in dups for k in keys])
-            _warn_duplicates(sq.signal, label, {k.split("\x00")[0] for k in dups}, warnings)
-            if sq.signal == "samples_in_window":  # the gap check keeps the fewest samples
-                extra = np.full(shape, np.nan)
-                for j in np.flatnonzero(twice):
-                    one = np.full(shape, np.nan)
-                    only = np.full(len(keys), -1, dtype=np.int64)
-                    only[j] = series_row[j]
-                    _scatter(one, res, only, t, step)
-                    extra = np.fmin(extra, one)
-                series_row = np.where(twice, -1, series_row)
-                out = np.full(shape, np.nan)
-                _scatter(out, res, series_row, t, step)
-                counts = np.fmin(out, extra)
-                continue
-            series_row = np.where(twice, -1, series_row)
-        if sq.key == "controller_result":
-            kinds = [lb.get("result", "") for lb in res.labels]
-            for kind in sorted(set(kinds)):
-                mine = np.where(np.array([k == kind for k in kinds]), series_row, -1)
-                out = np.full(shape, np.nan)
-                _scatter(out, res, mine, t, step)
-                if np.isfinite(out).any():
-                    direct[f"reconcile_results_per_s.{kind}"] = out
-            continue
-        out = np.full(shape, np.nan)
-        _scatter(out, res, series_row, t, step)
-        if sq.signal == "samples_in_window":
-            counts = out
-        else:
-            direct[sq.signal] = out
-    if all(f"external:{i}" in results for i in range(len(profile.external_effects))):
-        direct.update(_range_external(profile, results, order, rows, place, shape))
-    hists = {prefix: _range_layouts(results[signal], ql, rows, t, step, signal, warnings)
-             for signal, prefix in (("queue_wait_buckets", "queue_wait"),
-                                    ("work_buckets", "work")) if signal in results}
-    pairs = procs.pairs(order)
-
-    return RawSignals(
-        queues=order, t=t, direct=direct, histograms=hists,
-        configured_workers=np.array([_nan(profile.configured_workers(q)) for q in order]),
-        samples_in_window=counts,
-        expected_samples=(window_s / profile.scrape_interval_s if profile.scrape_interval_s
-                          else np.array([window_s / intervals[q] if q in intervals
-                                         else math.nan for q in order]).reshape(-1, 1)),
-        processes=procs.count, queue_process=pairs,
-        process_series=procs.series_for(np.unique(pairs[1])))
-
-
-def _learnt_expected(results: Mapping[str, Any], queue_label: str,
-                       order: Sequence[str], window_s: float) -> np.ndarray | None:
-    """(Q, 1) samples a full window holds for each queue: window ÷ its learnt scrape interval
-    (:func:`collectors.profile.learnt_scrape_interval_s`); NaN where none was learnt."""
-    res = results.get("scrape_samples")
-    if res is None:
-        return None
-    by_queue: dict[str, float | None] = {}
-    for s in res.samples:  # a series twice: the shorter interval (more samples expected)
-        q, iv = s.labels.get(queue_label, ""), learnt_scrape_interval_s(s.value)
-        old = by_queue.get(q)
-        by_queue[q] = iv if old is None or (iv is not None and iv < old) else old
-    return np.array([window_s / iv if (iv := by_queue.get(q)) else math.nan
-                     for q in order], dtype=np.float64).reshape(-1, 1)
-
-
-def _note_dropped(signal: str, res: RangeResult, warnings: list[str]) -> None:
-    for dropped in res.dropped:
-        for kind, n in dropped.items():
-            note = f"{signal}: {n} {kind} point(s) left out"
-            if note not in warnings:
-                warnings.append(note)
-
-
-def _instant_rows(samples: Sequence[Sample]) -> list[tuple[Mapping[str, str], np.ndarray]]:
-    return [(smp.labels, np.array([math.nan if smp.value is None else smp.value]))
-            for smp in samples]
-
-
-def _columns(res: RangeResult, t: np.ndarray, step: float) -> np.ndarray:
-    """Grid column of every point of an answer."""
-    if len(t) == 0:
-        return np.empty(0, dtype=np.int64)
-    return np.asarray(np.rint((res.t - t[0]) / step), dtype=np.int64)
-
-
-def _scatter(out: np.ndarray, res: RangeResult, series_row: np.ndarray, t: np.ndarray,
-             step: float, series_col: np.ndarray | None = None) -> None:
-    """Every point of an answer into ``out[row, col]`` (``out[row, extra, col]`` with
-    ``series_col``); a series whose row is −1 is skipped."""
-    if len(res.v) == 0 or len(series_row) == 0:
-        return
-    r = series_row[res.row]
-    c = _columns(res, t, step)
-    ok = (r >= 0) & (c >= 0) & (c < len(t))
-    if series_col is None:
-        out[r[ok], c[ok]] = res.v[ok]
-    else:
-        out[r[ok], series_col[res.row][ok], c[ok]] = res.v[ok]
-
-
-def _place(out: np.ndarray, row: int, s: RangeSeries, t: np.ndarray, step: float) -> None:
-    """One range series into row ``row`` of ``out`` (columns: the read's grid ``t``)."""
-    if len(s.t):
-        idx = np.rint((s.t - t[0]) / step).astype(np.int64)
-        ok = (idx >= 0) & (idx < len(t))
-        out[row, idx[ok]] = s.v[ok]
-
-
-def _range_layouts(res: RangeResult, label: str, rows: Mapping[str, int], t: np.ndarray,
-                   step: float, signal: str, warnings: list[str]) -> list[Histogram]:
-    """Bucket series grouped by queue, then by bucket layout: (queues, times, buckets)."""
-    per_q: dict[int, list[tuple[float, int]]] = defaultdict(list)
-    for j, lb in enumerate(res.labels):
-        i = rows.get(lb.get(label, ""))
-        le = parse_le(lb.get("le", ""))
-        if i is not None and le is not None:
-            per_q[i].append((le, j))
-    twice = [i for i, pairs in per_q.items() if len({le for le, _ in pairs}) < len(pairs)]
-    if twice:
-        names = {q for q, i in rows.items() if i in set(twice)}
-        _warn_duplicates(signal, label, names, warnings)
-        for i in twice:
-            del per_q[i]
-    groups: dict[tuple[float, ...], list[int]] = defaultdict(list)
-    for i, pairs in per_q.items():
-        pairs.sort(key=lambda p: p[0])
-        groups[tuple(le for le, _ in pairs)].append(i)
-    out = []
-    for bounds, members in groups.items():
-        series_row = np.full(len(res.labels), -1, dtype=np.int64)
-        series_col = np.zeros(len(res.labels), dtype=np.int64)
-        for r, i in enumerate(members):
-            for b, (_, j) in enumerate(per_q[i]):
-                series_row[j], series_col[j] = r, b
-        counts = np.full((len(members), len(bounds), len(t)), np.nan)
-        _scatter(counts, res, series_row, t, step, series_col)
-        out.append(Histogram(np.array(bounds), np.ascontiguousarray(counts.transpose(0, 2, 1)),
-                             np.array(members, dtype=np.int64)))
-    return out
-
-
-def _range_external(profile: Profile, results: Mapping[str, Any], order: Sequence[str],
-                    rows: Mapping[str, int], place: Callable[[np.ndarray, int, RangeSeries], None],
-                    shape: tuple[int, int]) -> dict[str, np.ndarray]:
-    """The configured external-effects queries, summed per queue of their group."""
-    ql, cl = profile.queue_label, profile.controller_label
-    total = np.zeros(shape)
-    seen = np.zeros(shape, dtype=bool)
-    for i, eff in enumerate(profile.external_effects):
-        ss = results[f"external:{i}"].series
-        labelled = [s for s in ss if s.labels.get(ql) or s.labels.get(cl)]
-        members = [q for q in order if eff.group.matches(q)]
-        if not members:
-            continue
-        one = np.full((1, shape[1]), np.nan)
-        if labelled:
-            for s in labelled:
-                for key in {s.labels.get(ql) or "", s.labels.get(cl) or ""}:
-                    r = rows.get(key)
-                    if r is not None and eff.group.matches(key):
-                        one[:] = np.nan
-                        place(one, 0, s)
-                        ok = np.isfinite(one[0])
-                        total[r][ok] += one[0][ok]
-                        seen[r] |= ok
-        else:
-            agg = np.zeros(shape[1])
-            agg_ok = np.zeros(shape[1], dtype=bool)
-            for s in ss:
-                one[:] = np.nan
-                place(one, 0, s)
-                ok = np.isfinite(one[0])
-                agg[ok] += one[0][ok]
-                agg_ok |= ok
-            for q in members:
-                r = rows[q]
-                total[r][agg_ok] += agg[agg_ok]
-                seen[r] |= agg_ok
-    if not seen.any():
-        return {}
-    return {"external_effects_per_s": np.where(seen, total, np.nan)}

@@ -1256,7 +1256,7 @@ def _container_signal(p: _Process, sig: ContractSignal) -> SignalReport:
     cAdvisor series, joined on the pod (and the namespace and container where the process's
     series carry them). The container is the one the controller's series name, else the
     pod's only one; a pod of several containers is not summed (a sidecar's limit is not the
-    controller's: the rule of :class:`collectors.snapshot._Containers`)."""
+    controller's: the rule of :class:`collectors.processes._Containers`)."""
     ix = p.ix
     r = ix.r
     _, pod_l, ctr_l = r.container_labels
