@@ -23,24 +23,21 @@ __all__ = ["assert_close", "assert_same_range"]
 
 
 def assert_same_range(got: RangeData, want: RangeData, *, rtol: float = 1e-9,
-                      atol: float = 1e-12, warnings: bool = True, notes: bool = True) -> None:
-    """``got`` reads what ``want`` does; ``warnings``: their warnings and scrape-gap masks are
-    the same too — ``notes`` False: the scrape-gap sentences only, not the read-wide notes
-    about the answers (a merged read keeps each part's "N +Inf point(s) left out")."""
+                      atol: float = 1e-12, notes: bool = True) -> None:
+    """``got`` reads what ``want`` does: matrices, warnings and scrape-gap masks. ``notes``
+    False: of the warnings, the scrape-gap sentences only, not the read-wide notes about the
+    answers (a merged read keeps each part's "N +Inf point(s) left out")."""
     assert got.queues == want.queues
     np.testing.assert_array_equal(got.t, want.t)
     assert set(got.signals) == set(want.signals)
     for name, matrix in want.signals.items():
         np.testing.assert_allclose(got.signals[name], matrix, rtol=rtol, atol=atol,
                                    equal_nan=True, err_msg=name)
-    if warnings and notes:
-        assert got.warnings == want.warnings
-    elif warnings:
-        assert got.warnings[len(got.notes):] == want.warnings[len(want.notes):]
-    if warnings:
-        assert (got.gap is None) == (want.gap is None)
-        if want.gap is not None:
-            np.testing.assert_array_equal(got.gap, want.gap, err_msg="scrape-gap mask")
+    skip_got, skip_want = (0, 0) if notes else (len(got.notes), len(want.notes))
+    assert got.warnings[skip_got:] == want.warnings[skip_want:]
+    assert (got.gap is None) == (want.gap is None)
+    if want.gap is not None:
+        np.testing.assert_array_equal(got.gap, want.gap, err_msg="scrape-gap mask")
 
 
 def assert_close(got: Any, want: Any, where: str = "", abs_tol: float = 1e-12,
