@@ -44,9 +44,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from collectors.deadlines import Deadline, current_deadline, deadline_scope
 from collectors.errors import PrometheusTimeout, PrometheusUnavailable
 from collectors.incremental import extend, step_grid
-from collectors.prom_client import Deadline, current_deadline, deadline_scope
 from collectors.types import Source
 from models.measurements import RangeData, Snapshot
 

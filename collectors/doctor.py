@@ -346,7 +346,8 @@ def read_prometheus(client: PrometheusClient, profile: Profile, at: float,
     """The reading from a Prometheus-compatible API (``client``: a
     :class:`collectors.prom_client.PrometheusClient`): :func:`doctor_queries`, one after
     the other at ``at``, in one query group (the caller's deadline applies)."""
-    from collectors.prom_client import InstantResult, query_group
+    from collectors.deadlines import query_group
+    from collectors.prom_client import InstantResult
 
     if not math.isfinite(at):
         raise ConfigError(f"the evaluation time must be a finite unix time, got {at!r}")
@@ -712,7 +713,7 @@ def read_contract(source: Any, at: float, range_s: float = DEFAULT_RANGE_S,
 
 def _budget(source: Any) -> AbstractContextManager[object]:
     """The source's command budget (``--deadline``), as its own reads get it."""
-    from collectors.prom_client import Deadline, deadline_scope
+    from collectors.deadlines import Deadline, deadline_scope
 
     if getattr(source, "budget_s", None) is None:
         return nullcontext()
@@ -741,7 +742,7 @@ def read_recorded(source: Any, at: float) -> RecordedPresence | None:
     """The recorded series a Prometheus source's reads would find at ``at`` (through the
     app's shared cache too); None for a source that reads no Prometheus (the demo)."""
     from collectors.cache import CachedSource
-    from collectors.prom_client import query_group
+    from collectors.deadlines import query_group
     from collectors.snapshot import PrometheusSource
 
     inner = source.source if isinstance(source, CachedSource) else source

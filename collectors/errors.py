@@ -27,7 +27,7 @@ class PrometheusUnreachable(PrometheusUnavailable):
 
 class PrometheusTimeout(PrometheusUnavailable):
     """No answer within the configured timeout (client or server side), or within the
-    overall budget of a command or page refresh (:func:`collectors.prom_client.deadline_scope`)."""
+    overall budget of a command or page refresh (:func:`collectors.deadlines.deadline_scope`)."""
 
 
 class PrometheusServerError(PrometheusUnavailable):

@@ -1,5 +1,5 @@
 """The concurrency of one read's queries: a pool of daemon threads running them in the
-caller's context (deadline and :class:`~collectors.prom_client.QueryGroup`), the wait for
+caller's context (deadline and :class:`~collectors.deadlines.QueryGroup`), the wait for
 their answers bounded by that deadline, and a timeout message naming the phase the late
 queries were in (queued, waiting for Prometheus, decoding).
 
@@ -17,14 +17,9 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, wait
 from typing import Any, TypeVar
 
+from collectors.deadlines import QueryGroup, current_deadline, current_group, query_group
 from collectors.errors import PrometheusTimeout
-from collectors.prom_client import (
-    QueryGroup,
-    current_deadline,
-    current_group,
-    query_group,
-    track_phase,
-)
+from collectors.prom_client import track_phase
 
 __all__ = ["QueryPool", "gather", "read_group", "run_all", "tracked", "wait_bound_s"]
 
@@ -33,7 +28,7 @@ T = TypeVar("T")
 
 class QueryPool:
     """Daemon threads running the queries of one read, each job in a copy of the context it
-    was submitted from (its deadline and :class:`~collectors.prom_client.QueryGroup`); a job's
+    was submitted from (its deadline and :class:`~collectors.deadlines.QueryGroup`); a job's
     failure is recorded in the group first, which cancels its siblings.
 
     Not a :class:`~concurrent.futures.ThreadPoolExecutor`: its workers are joined when the

@@ -24,11 +24,11 @@ What it does with the answers, and nothing more (collectors decide nothing):
   or two halves of it (keep one → half the truth), so neither is guessed: the value is left out
   (``None``, with the reason) and a warning names the series.
 
-Every read runs in one :func:`collectors.prom_client.query_group`: the first failing query
+Every read runs in one :func:`collectors.deadlines.query_group`: the first failing query
 cancels the others (their sockets are shut down, the ones not sent fail at once), so a hung
 Prometheus costs one timeout, not one per round of parallel queries; the queries run on daemon
 threads (:class:`collectors.query_pool.QueryPool`) in copies of the caller's context, so they
-carry the caller's :func:`~collectors.prom_client.deadline_scope`. With ``budget_s`` (a
+carry the caller's :func:`~collectors.deadlines.deadline_scope`. With ``budget_s`` (a
 one-shot command) every read of the source shares one deadline, counted from its first read.
 """
 
@@ -47,6 +47,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from collectors.deadlines import Deadline, QueryGroup, deadline_scope, query_group
 from collectors.decoding import (
     DUPLICATE_REASON,
     duplicate_keys,
@@ -68,16 +69,7 @@ from collectors.profile import (
     learnt_scrape_interval_s,
     rate_window_s,
 )
-from collectors.prom_client import (
-    Deadline,
-    InstantResult,
-    PrometheusClient,
-    QueryGroup,
-    Sample,
-    deadline_scope,
-    plan_range,
-    query_group,
-)
+from collectors.prom_client import InstantResult, PrometheusClient, Sample, plan_range
 from collectors.query_pool import QueryPool, gather, run_all, wait_bound_s
 from collectors.range_decoding import RangeOutput, learnt_expected, range_raw
 from models.formatting import number_text, percent_text

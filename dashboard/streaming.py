@@ -64,8 +64,8 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 
 from collectors.cache import CachedSource
+from collectors.deadlines import Deadline, deadline_scope
 from collectors.errors import CollectorError, ConfigError
-from collectors.prom_client import Deadline, deadline_scope
 from dashboard.advice import FleetAdvice
 from models.errors import ModelInputError
 from models.formatting import count_text, duration_text, progress_text

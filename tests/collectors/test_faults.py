@@ -25,6 +25,7 @@ import pytest
 
 from collectors.cache import CachedSource
 from collectors.config import ConnectionSettings
+from collectors.deadlines import deadline_scope
 from collectors.errors import (
     AnswerTooLarge,
     BadQuery,
@@ -32,7 +33,7 @@ from collectors.errors import (
     PrometheusTimeout,
 )
 from collectors.profile import Profile
-from collectors.prom_client import PrometheusClient, deadline_scope
+from collectors.prom_client import PrometheusClient
 from collectors.snapshot import PrometheusSource
 from dashboard.cli import main
 from tests.support.fault_servers import (

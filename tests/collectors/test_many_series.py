@@ -20,8 +20,9 @@ from collectors.config import (
     connection_settings,
     parse_config,
 )
+from collectors.deadlines import QueryGroup
 from collectors.errors import AnswerTooLarge, ConfigError, PrometheusTimeout
-from collectors.prom_client import PrometheusClient, QueryGroup
+from collectors.prom_client import PrometheusClient
 from collectors.query_pool import gather
 from collectors.snapshot import PrometheusSource
 from tests.support.cli import ROOT

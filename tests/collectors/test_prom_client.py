@@ -360,14 +360,14 @@ def test_a_late_watchdog_never_shuts_a_connection_back_in_the_pool(
         scripted: tuple[type[_Scripted], str]) -> None:
     """A query whose answer completed just at its deadline: its connection is already back in
     the pool (and may be another query's next), so the watchdog's late fire leaves it alone."""
-    from collectors.prom_client import Deadline, _Watch, _WatchedHTTPPool
+    from collectors.deadlines import Deadline, Watch, _WatchedHTTPPool
 
     handler, url = scripted
     handler.script = [(200, OK_EMPTY, {})]
     pool = _WatchedHTTPPool("127.0.0.1", int(url.rsplit(":", 1)[1]))
     conn = pool._get_conn()
     conn.connect()
-    watch = _Watch(Deadline.after(60.0), None)
+    watch = Watch(Deadline.after(60.0), None)
     watch.attach(conn)
     pool._put_conn(conn)
     watch.fire()
