@@ -21,7 +21,8 @@ from collectors.deadlines import QueryGroup, current_deadline, current_group, qu
 from collectors.errors import PrometheusTimeout
 from collectors.prom_client import track_phase
 
-__all__ = ["QueryPool", "gather", "read_group", "run_all", "tracked", "wait_bound_s"]
+__all__ = ["QueryPool", "gather", "in_background", "read_group", "run_all", "tracked",
+           "wait_bound_s"]
 
 T = TypeVar("T")
 
@@ -164,6 +165,38 @@ def run_all(
                            phases)
         finally:
             pool.close()
+
+
+def in_background(fn: Callable[[], T], name: str = "queuelens-read") -> Callable[[], T]:
+    """Start ``fn`` (a whole read: a range read beside a snapshot) on a daemon thread in a copy
+    of the caller's context (its deadline and query group: a page refresh has a deadline and
+    no group, so a failure of one read cancels nothing of the other), and return the function
+    that waits for it and returns its result or raises its exception.
+
+    The wait is bounded by the caller's deadline (plus the slack of :func:`wait_bound_s`);
+    without one it is the read's own bound: every query of it has its timeout and every
+    gather of its answers its backstop, so the thread ends."""
+    fut: Future[T] = Future()
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            fut.set_result(context.run(fn))
+        except BaseException as exc:  # handed to the waiting caller
+            fut.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+
+    def join() -> T:
+        deadline = current_deadline()
+        if deadline is None:
+            return fut.result()
+        try:
+            return fut.result(timeout=max(0.0, deadline.remaining()) + 2.0)
+        except TimeoutError:
+            raise PrometheusTimeout(
+                f"the read did not finish within {deadline.describe()}") from None
+    return join
 
 
 @contextlib.contextmanager

@@ -54,6 +54,7 @@ from dash import Input, Output, State, dcc, html
 
 from collectors.cache import CachedSource
 from collectors.errors import CollectorError
+from collectors.query_pool import in_background
 from dashboard.advice import (
     HISTORY_SIGNALS,
     FleetAdvice,
@@ -303,15 +304,19 @@ def summary_line(snapshot: Snapshot, rows: Sequence[dict[str, Any]],
 def load_overview(ctx: AppContext, now: float | None = None
                   ) -> tuple[list[dict[str, Any]], str, str]:
     """(rows, summary sentence, warning/error sentence) from one ``snapshot`` and one
-    ``range`` read whatever the number of queues — an unavailable source is a sentence."""
+    ``range`` read, made concurrently, whatever the number of queues — an unavailable source
+    is a sentence."""
     if ctx.source is None:
         return [], "", "No data source is configured."
     now = ctx.now() if now is None else now
+    # the range read runs beside the snapshot (neither needs the other): the refresh waits
+    # for the slower of the two, not their sum
+    history = in_background(lambda: read_history(ctx, now), "queuelens-overview-range")
     try:
         snapshot = ctx.source.snapshot(now, ctx.window_s)
     except CollectorError as exc:
         return [], "", f"Could not read the queues: {exc}"
-    data, history_warning = read_history(ctx, now)
+    data, history_warning = history()
     notes = [*snapshot.warnings, *([history_warning] if history_warning else [])]
     try:
         advice: FleetAdvice | None = fleet_advice(snapshot, data, ctx.settings,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -219,13 +221,42 @@ class _DownSource:
         raise PrometheusUnreachable("connection refused by http://prom:9090")
 
     def range(self, *args: object, **kwargs: object) -> object:
-        raise AssertionError
+        raise PrometheusUnreachable("connection refused by http://prom:9090 (range)")
 
 
 def test_unavailable_source_is_a_sentence_not_a_traceback() -> None:
     rows, _, error = overview.load_overview(AppContext(source=_DownSource()))  # type: ignore[arg-type]
     assert rows == []
     assert error == "Could not read the queues: connection refused by http://prom:9090"
+
+
+class _MeetingSource(DemoSource):
+    """A demo whose snapshot answers only once the range read has begun: read one after the
+    other, the snapshot would give up waiting."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.range_begun = threading.Event()
+        self.met = False
+
+    def snapshot(self, at: float, window_s: float, queues: Sequence[str] | None = None
+                 ) -> Snapshot:
+        self.met = self.range_begun.wait(timeout=10.0)
+        return super().snapshot(at, window_s, queues)
+
+    def range(self, *args: Any, **kwargs: Any) -> Any:
+        self.range_begun.set()
+        return super().range(*args, **kwargs)
+
+
+def test_the_snapshot_and_the_range_read_are_made_at_once() -> None:
+    """The refresh waits for the slower of its two reads, not for their sum: the range read is
+    under way while the snapshot is read — and the page is what the sequential reads give."""
+    met = _MeetingSource()
+    rows, summary, error = overview.load_overview(AppContext(source=met), now=AT_DEMO)
+    assert met.met
+    alone = overview.load_overview(AppContext(source=DemoSource(seed=0)), now=AT_DEMO)
+    assert (rows, summary, error) == alone
 
 
 def test_500_queue_rows_build_quickly() -> None:
