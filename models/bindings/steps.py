@@ -71,8 +71,11 @@ def step_ceiling(workers: FloatArray, throughput_per_s: FloatArray, busy_workers
     xs, bs, ss = x[ok], b[ok], s[ok]
     whole = counts >= 1  # np.rint(0.5) is 0: not a worker count
     counts, xs, bs, ss = counts[whole], xs[whole], bs[whole], ss[whole]
+    present = np.unique(counts)
+    if present.size < 2:  # one worker count over the whole range (most queues): no step
+        return None
     levels: list[tuple[int, float, float | None, int]] = []
-    for c in np.unique(counts).tolist():
+    for c in present.tolist():
         sel = counts == c
         n = int(np.count_nonzero(sel))
         if n < min_points or float(np.median(bs[sel])) < busy_share_min * c:

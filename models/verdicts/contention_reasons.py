@@ -13,7 +13,7 @@ import numpy as np
 from models.bindings.cpu import CPU_BUSY_SHARE_MIN, cpu_finding
 from models.bindings.steps import step_ceiling
 from models.formatting import number_text, percent_text, sig
-from models.verdicts.context import Ctx, correlation, error_rate, steady_points
+from models.verdicts.context import Ctx, error_rate, least_squares, steady_points
 from models.verdicts.inputs import FloatArray, ProcessTotals
 from models.verdicts.verdict import fmt_s, num
 
@@ -219,11 +219,10 @@ def duration_rise(ctx: Ctx) -> tuple[float, float, float, float, float, float] |
     order = np.argsort(x, kind="stable")
     k = max(2, x.size // 5)
     lo, hi = order[:k], order[-k:]
-    lx, ls = np.log(x), np.log(svc)
-    r = correlation(lx, ls)
-    if r is None or x.size < 3:
+    fit = least_squares(np.log(x), np.log(svc))
+    if fit is None:
         return "throughput or work duration did not vary over the range"
-    elasticity = r * float(ls.std() / lx.std())
+    r, elasticity = fit
     t_stat = r * math.sqrt((x.size - 2) / max(1.0 - r * r, 1e-12))
     return (elasticity, t_stat, float(x[lo].mean()), float(x[hi].mean()),
             float(svc[lo].mean()), float(svc[hi].mean()))

@@ -32,6 +32,7 @@ __all__ = [
     "demand_cv",
     "design_demand",
     "error_rate",
+    "least_squares",
     "new_context",
     "paired",
     "results_total",
@@ -147,10 +148,24 @@ def paired(history: QueueHistory | None, *names: str) -> tuple[FloatArray, ...] 
 
 def correlation(x: FloatArray, y: FloatArray) -> float | None:
     """Pearson's r of two series (None with fewer than 3 points or a constant series)."""
+    fit = least_squares(x, y)
+    return None if fit is None else fit[0]
+
+
+def least_squares(x: FloatArray, y: FloatArray) -> tuple[float, float] | None:
+    """(Pearson's r, the least-squares slope of y on x) from the centred sums:
+    r = Sxy / √(Sxx·Syy) (clipped to [−1, 1], as :func:`numpy.corrcoef`), slope = Sxy / Sxx;
+    None with fewer than 3 points, a constant series or a non-finite result. One pass of
+    sums per pair, where ``corrcoef`` builds and normalises a covariance matrix: it runs
+    for every queue of a fleet read (the contention rule's duration rise)."""
     if x.size < 3 or np.ptp(x) <= 0 or np.ptp(y) <= 0:
         return None
-    r = float(np.corrcoef(x, y)[0, 1])
-    return r if math.isfinite(r) else None
+    xc, yc = x - x.mean(), y - y.mean()
+    sxx, syy, sxy = float(xc @ xc), float(yc @ yc), float(xc @ yc)
+    norm = math.sqrt(sxx * syy)
+    if not (norm > 0 and math.isfinite(norm) and math.isfinite(sxy)):
+        return None
+    return max(-1.0, min(1.0, sxy / norm)), sxy / sxx
 
 
 def trend_slope(t: FloatArray, y: FloatArray) -> float | None:

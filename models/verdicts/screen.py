@@ -144,10 +144,9 @@ def _screen_history(history: QueueHistory | None, dropped: Mapping[str, str]
     problems: list[str] = []
     for name in HISTORY_FIELDS:
         arr = getattr(history, name)
-        with np.errstate(invalid="ignore"):
-            bad = arr < 0
-            if name == "workers":
-                bad |= arr > MAX_WORKERS
+        bad = arr < 0  # NaN compares False without a warning
+        if name == "workers":
+            bad |= arr > MAX_WORKERS
         n = int(np.count_nonzero(bad))
         if not n:
             continue
