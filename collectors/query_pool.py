@@ -4,7 +4,8 @@ their answers bounded by that deadline, and a timeout message naming the phase t
 queries were in (queued, waiting for Prometheus, decoding).
 
 Used by :class:`collectors.snapshot.PrometheusSource` (a snapshot's queries, a range read's
-pipelined batches) and the presence queries."""
+pipelined batches), the presence queries and the overview's refresh (its range read beside its
+snapshot, :func:`in_background`)."""
 
 from __future__ import annotations
 
