@@ -162,7 +162,7 @@ def least_squares(x: FloatArray, y: FloatArray) -> tuple[float, float] | None:
         return None
     xc, yc = x - x.mean(), y - y.mean()
     sxx, syy, sxy = float(xc @ xc), float(yc @ yc), float(xc @ yc)
-    norm = math.sqrt(sxx * syy)
+    norm = math.sqrt(sxx) * math.sqrt(syy)  # no overflow of the product
     if not (norm > 0 and math.isfinite(norm) and math.isfinite(sxy)):
         return None
     return max(-1.0, min(1.0, sxy / norm)), sxy / sxx
