@@ -160,8 +160,7 @@ def least_squares(x: FloatArray, y: FloatArray) -> tuple[float, float] | None:
     for every queue of a fleet read (the contention rule's duration rise)."""
     if x.size < 3 or np.ptp(x) <= 0 or np.ptp(y) <= 0:
         return None
-    xc, yc = x - x.mean(), y - y.mean()
-    sxx, syy, sxy = float(xc @ xc), float(yc @ yc), float(xc @ yc)
+    sxx, syy, sxy = _centred_sums(x, y)
     norm = math.sqrt(sxx) * math.sqrt(syy)  # no overflow of the product
     if not (norm > 0 and math.isfinite(norm) and math.isfinite(sxy)):
         return None
@@ -173,8 +172,15 @@ def trend_slope(t: FloatArray, y: FloatArray) -> float | None:
     3 points or one instant)."""
     if t.size < 3 or np.ptp(t) <= 0:
         return None
-    tc = t - t.mean()
-    return float(np.sum(tc * (y - y.mean())) / np.sum(tc * tc))
+    stt, _, sty = _centred_sums(t, y)
+    return sty / stt
+
+
+def _centred_sums(x: FloatArray, y: FloatArray) -> tuple[float, float, float]:
+    """(Σ(x − x̄)², Σ(y − ȳ)², Σ(x − x̄)(y − ȳ)): the sums every least-squares figure here
+    is made of."""
+    xc, yc = x - x.mean(), y - y.mean()
+    return float(xc @ xc), float(yc @ yc), float(xc @ yc)
 
 
 def steady_points(ctx: Ctx) -> npt.NDArray[np.bool_]:
