@@ -193,7 +193,9 @@ class Processes:
                 ("api_calls", "api_calls_per_s", "code", "api_calls_by_class_per_s",
                  profile.metrics.rest_client_requests),
                 ("throttle_s_per_s", "throttle_s_per_s", None, "",
-                 profile.metrics.rate_limiter_duration)):
+                 profile.metrics.rate_limiter_duration),
+                ("cpu_used_cores", "cpu_used_cores", None, "",
+                 profile.metrics.process_cpu)):
             if signal not in results:
                 continue
             res: RangeResult = results[signal]

@@ -755,6 +755,7 @@ class PrometheusSource:
 _RAW_OF_QUERY: Mapping[str, str] = {
     "queue_wait_buckets": "histogram:queue_wait", "work_buckets": "histogram:work",
     "api_calls": "process:api_calls_per_s", "throttle_s_per_s": "process:throttle_s_per_s",
+    "cpu_used_cores": "process:cpu_used_cores",
 }
 """Profile query signal -> the raw input of :func:`models.signals.derive` it answers (the
 others answer the direct matrix of their own name)."""
@@ -1131,11 +1132,14 @@ _CLUSTER_FIELDS: tuple[str, ...] = (
 SNAPSHOT_ONLY = frozenset({"depth_while_idle", "depth_by_priority", "depth_min_by_priority",
                            "priority_series", "reconcile_panics_per_s",
                            "reconcile_timeouts_per_s", "terminal_errors_per_s",
-                           *_PROCESS_BEYOND, *_CLUSTER_FIELDS, *CPU_PROCESS_SIGNALS,
+                           *_PROCESS_BEYOND, *_CLUSTER_FIELDS,
+                           *(c for c in CPU_PROCESS_SIGNALS if c != "cpu_used_cores"),
                            *CPU_CONTAINER_SIGNALS})
 """Signals read by snapshots only: a subquery per range step costs more than the rules that
 read them (the hot-key rule reads the snapshot) are worth; the signals beyond the queue
-(issue 13) and the controller's CPU (issue 20) are read by rules that judge the snapshot."""
+(issue 13) and the controller's CPU (issue 20) are read by rules that judge the snapshot —
+but for the process's CPU in cores, which the CPU limit is judged by at the demand's peaks
+over the range (issue 35)."""
 
 _DIRECT_FIELDS = (
     "arrival_rate_per_s", "throughput_per_s", "busy_workers", "depth_mean", "depth_current",

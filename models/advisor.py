@@ -39,11 +39,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from models.bindings.headroom import Headroom
+from models.bindings.measured import MeasuredCeiling
 from models.bindings.registry import limits
 from models.contention import UslFit
 from models.errors import ModelInputError
 from models.measurements import QueueSnapshot
 from models.verdicts.batch import design_demands, prepare
+from models.verdicts.ceilings import ceilings, queue_headroom
 from models.verdicts.context import Ctx, check_keys, check_options, new_context, worker_count
 from models.verdicts.fallback import unusable
 from models.verdicts.inputs import (
@@ -174,6 +177,11 @@ class Assessment:
     when not even they could be read."""
     history: QueueHistory | None = None
     """The history the queue was evaluated with (without the points left out)."""
+    ceilings: tuple[MeasuredCeiling, ...] = ()
+    """Every limit's ceiling as measured from its own signals, or why it could not be
+    (:mod:`models.verdicts.ceilings`)."""
+    headroom: tuple[Headroom, ...] = ()
+    """The headroom to each measured ceiling at the design demand, smallest first."""
 
 
 def advise_many(
@@ -248,9 +256,11 @@ def _assessment(ctx: Ctx, r: AdviceRequest, client_qps: float | None) -> Assessm
         lam = ctx.lam_design if ctx.lam_design is not None else ctx.lam
         sizing = sweep_inputs(ctx, lam)
         table = ctx.sweeps.get(lam)
+    found = ceilings(ctx) if ctx.c is not None or ctx.h is not None else ()
     return Assessment(
         verdicts, sizing, table, ctx.usl if isinstance(ctx.usl, UslFit) else None,
-        dict(ctx.notes), problems=ctx.problems, signals=ctx.s, history=ctx.h)
+        dict(ctx.notes), problems=ctx.problems, signals=ctx.s, history=ctx.h,
+        ceilings=found, headroom=queue_headroom(ctx) if found else ())
 
 
 def _evaluate(ctx: Ctx, process: ProcessTotals | None, client_qps: float | None

@@ -58,6 +58,14 @@ check waits: the steady throughput and wait at the new count are not measured ye
 still going on is ``status`` ``draining``), and ``wait_more_s`` says about how long until
 enough points are there. The last change that can be checked is reported; only when none
 can, the last change of the history, waiting.
+
+**Too short a before.** With fewer than :data:`CHANGE_MIN_POINTS` clean points before the
+change (a change early in the range, or a short run between two changes) there is no plan
+from before to check: the check says so (``status`` ``before_too_short``, no prediction), with
+what the after side measured, and — when the range's start cuts the run short — how much
+further back a range must reach to hold them (``range_more_s``); a run bounded by an earlier
+change never grows. Never silent: every worker-count change in the range gives a check
+(issue 35: a 2 → 4 step 150 s into a 280-s range gave none).
 """
 
 from __future__ import annotations
@@ -115,6 +123,8 @@ CHANGE_STATUS: Mapping[str, str] = MappingProxyType({
                        "wait at the new count are not measured yet",
     "draining": "the backlog from before the change is still draining: the steady state at "
                 "the new count is not reached yet",
+    "before_too_short": "too few clean points before the change: there is no plan from "
+                        "before it to check",
 })
 """What each ``ChangeCheck.status`` means."""
 
@@ -128,12 +138,14 @@ class ChangeCheck:
     """Unix time of the first point at the new count (the latest the change can be)."""
     workers_before: int
     workers_after: int
-    demand_before_per_s: float
+    demand_before_per_s: float | None
+    """Mean demand of the clean points before (None: none measured, or too few points)."""
     demand_after_per_s: float | None
     """Mean demand of the steady after points (of the drain's, while it drains; None before
     any clean after point: the prediction then uses the demand before)."""
-    service_mean_before_s: float
-    predicted_throughput_per_s: float
+    service_mean_before_s: float | None
+    predicted_throughput_per_s: float | None
+    """None where there is no plan from before (``before_too_short``)."""
     observed_throughput_per_s: float | None
     predicted_wait_mean_s: float | None
     """The prediction (M/M/c unless another model is plugged in) at the new count, the demand
@@ -167,6 +179,9 @@ class ChangeCheck:
     prediction_basis: str = "M/M/c from the points before the change"
     """What predicted the new count, and whether it is out of sample (the caller says so
     when its model used the points after the change too)."""
+    range_more_s: float | None = None
+    """With too few points before: how much further back the range must start to hold
+    :data:`CHANGE_MIN_POINTS` of them (None when an earlier change bounds the run)."""
 
 
 def mmc_prediction(workers: int, demand_per_s: float, service_mean_s: float
@@ -199,8 +214,8 @@ def point_window_s(settings: AnalysisSettings) -> float:
 def check_change(h: QueueHistory | None, *, window_s: float = 0.0,
                  predict: Predict | None = None) -> ChangeCheck | None:
     """The last worker-count change of the history that can be checked (module docstring),
-    else the last change, waiting for its after side; None without a change with
-    :data:`CHANGE_MIN_POINTS` clean points before it.
+    else the last change, waiting for its after side or without enough points before it;
+    None without a change.
 
     ``window_s``: the rate window of each point (:func:`point_window_s` for a read with the
     analysis settings; 0 reads every point as the instant of its time stamp). ``predict``:
@@ -253,12 +268,12 @@ def _check_at(h: QueueHistory, runs: list[IntArray], j: int, w: float, step: flo
     before, after = _clean(h, runs, j - 1, w), _clean(h, runs, j, w)
     c_before = int(np.rint(h.workers[runs[j - 1][0]]))
     c_after = int(np.rint(h.workers[runs[j][0]]))
-    if before.size < CHANGE_MIN_POINTS or c_before < 1 or c_after < 1:
+    if c_before < 1 or c_after < 1:
         return None
     lam_b = _mean(h.arrival_rate_per_s[before])
     svc_b = _mean(h.service_mean_s[before])
-    if lam_b is None or svc_b is None or svc_b <= 0:
-        return None
+    planned = before.size >= CHANGE_MIN_POINTS and lam_b is not None and svc_b is not None \
+        and svc_b > 0
     at = float(h.t_s[runs[j][0]])
     last_old = int(runs[j - 1][-1])
     depth_at_change = _finite(h.depth[last_old])
@@ -266,13 +281,21 @@ def _check_at(h: QueueHistory, runs: list[IntArray], j: int, w: float, step: flo
     drain, steady = after[:n_drain], after[n_drain:]
     lam_a = _mean(h.arrival_rate_per_s[steady]) if steady.size else \
         _mean(h.arrival_rate_per_s[drain])
-    x_pred, wait_pred = predict(c_after, lam_a if lam_a is not None else lam_b, svc_b)
-    if not (math.isfinite(x_pred) and x_pred >= 0) or (
-            wait_pred is not None and not (math.isfinite(wait_pred) and wait_pred >= 0)):
-        raise ModelInputError(f"the prediction for {c_after} workers must be a throughput of "
-                              f"0/s or more and a wait of 0 s or more (or none), got "
-                              f"{x_pred!r} and {wait_pred!r}.")
-    if steady.size >= CHANGE_MIN_POINTS:
+    x_pred: float | None = None
+    wait_pred: float | None = None
+    if planned and lam_b is not None and svc_b is not None:
+        x_pred, wait_pred = predict(c_after, lam_a if lam_a is not None else lam_b, svc_b)
+        if not (math.isfinite(x_pred) and x_pred >= 0) or (
+                wait_pred is not None and not (math.isfinite(wait_pred) and wait_pred >= 0)):
+            raise ModelInputError(
+                f"the prediction for {c_after} workers must be a throughput of 0/s or more "
+                f"and a wait of 0 s or more (or none), got {x_pred!r} and {wait_pred!r}.")
+    range_more: float | None = None
+    if not planned:
+        status, wait_more = "before_too_short", None
+        if j == 1 and step > 0:  # the range's start cuts the first run short
+            range_more = (CHANGE_MIN_POINTS - before.size) * step
+    elif steady.size >= CHANGE_MIN_POINTS:
         status, wait_more = "checked", None
     elif n_drain and not steady.size:
         status, wait_more = "draining", _drain_wait_s(h, drain, w, step)
@@ -288,8 +311,8 @@ def _check_at(h: QueueHistory, runs: list[IntArray], j: int, w: float, step: flo
     return ChangeCheck(
         at=at, workers_before=c_before, workers_after=c_after,
         demand_before_per_s=lam_b, demand_after_per_s=lam_a, service_mean_before_s=svc_b,
-        predicted_throughput_per_s=float(x_pred), observed_throughput_per_s=_mean(
-            h.throughput_per_s[steady]),
+        predicted_throughput_per_s=None if x_pred is None else float(x_pred),
+        observed_throughput_per_s=_mean(h.throughput_per_s[steady]),
         predicted_wait_mean_s=None if wait_pred is None else float(wait_pred),
         observed_wait_mean_s=_mean(h.queue_wait_mean_s[steady]),
         points_before=int(before.size), points_after=int(steady.size), status=status,
@@ -298,7 +321,8 @@ def _check_at(h: QueueHistory, runs: list[IntArray], j: int, w: float, step: flo
         straddling_after=int(np.count_nonzero(h.t_s[runs[j]] - w < at)),
         drain_points=n_drain,
         drain_s=float(h.t_s[drain[-1]]) - at if n_drain else None,
-        depth_at_change=depth_at_change, steady_depth=steady_depth, wait_more_s=wait_more)
+        depth_at_change=depth_at_change, steady_depth=steady_depth, wait_more_s=wait_more,
+        range_more_s=range_more)
 
 
 def _drain(h: QueueHistory, after: IntArray, depth_at_change: float | None

@@ -47,7 +47,10 @@ import numpy as np
 import numpy.typing as npt
 
 from models.advisor import Assessment, QueueHistory, Verdict
-from models.bindings import limits
+from models.bindings import CEILING_LIMITS, limits
+from models.bindings.coherency import SATURATED_SHARE
+from models.bindings.headroom import Headroom, headroom_text, headrooms
+from models.bindings.measured import MeasuredCeiling
 from models.bindings.registry import KnobKind
 from models.bindings.rows import LimitSizing, limit_prediction, limit_sizing
 from models.change import CHANGE_MIN_POINTS, ChangeCheck, check_change, point_window_s
@@ -165,6 +168,15 @@ class CapacityPlan:
     """{gamma_per_s, sigma, kappa, r2, peak_workers?} of the fit, if one was made."""
     tags: tuple[str, ...] = field(default=())
     """Every verdict kind, for the small tags beside the headline."""
+    headroom: tuple[Headroom, ...] = ()
+    """How far the demand can grow before each limit with a measured ceiling binds, smallest
+    first (:mod:`models.bindings.headroom`)."""
+    ceilings: tuple[MeasuredCeiling, ...] = ()
+    """Every limit's ceiling as measured from its own signals, or why it could not be."""
+    demand_lower_bound: bool = False
+    """The design demand is a lower bound: the queue was saturated at some of the range's
+    points (every worker busy, items waiting), where client-go counts an add only when the
+    key is not already waiting — the add rate undercounts what was offered."""
     table: WhatIfTable | None = field(default=None, repr=False, compare=False)
     band: tuple[WhatIfTable, WhatIfTable] | None = field(default=None, repr=False,
                                                          compare=False)
@@ -208,11 +220,50 @@ class CapacityPlan:
     def measured_workers(self) -> tuple[float, ...]:
         return self._measured[2]
 
+    @property
+    def least_headroom(self) -> Headroom | None:
+        """The smallest headroom: the limit the demand reaches first; None where there is
+        none, or where the binding limit's own ceiling is not measured (a smaller figure of
+        another limit would read as room the queue does not have)."""
+        if self._binds_unmeasured:
+            return None
+        return self.headroom[0] if self.headroom else None
+
+    @property
+    def _binds_unmeasured(self) -> bool:
+        lim = limits()[self.binding_limit]
+        capped = lim.name in CEILING_LIMITS or lim.unmeasured is not None
+        return capped and all(h.limit != lim.name for h in self.headroom)
+
+    @property
+    def headroom_limit(self) -> str | None:
+        """The limit of :attr:`headroom_text`: the least headroom's, or the binding limit's
+        where its ceiling is not measured; None without either."""
+        least = self.least_headroom
+        if least is not None:
+            return least.limit
+        return self.binding_limit if self._binds_unmeasured else None
+
+    @property
+    def headroom_text(self) -> str | None:
+        """The smallest headroom in words (:func:`models.bindings.headroom.headroom_text`);
+        for a binding limit whose ceiling is not measured, that it binds and why there is no
+        number."""
+        lim = limits()[self.binding_limit]
+        if self._binds_unmeasured:
+            own = next((m for m in self.ceilings if m.limit == lim.name), None)
+            why = own.basis if own is not None else lim.unmeasured or "no signal gives it"
+            return (f"the {lim.label.split(' (')[0]} binds; its ceiling is not measured "
+                    f"({why})")
+        h = self.least_headroom
+        return headroom_text(h) if h is not None else None
+
     def row(self, workers: int) -> PlanRow | None:
         return next((r for r in self.rows if r.workers == workers), None)
 
     def payload(self) -> dict[str, Any]:
         """The plan as JSON (SI units, None where a number does not exist)."""
+        least = self.least_headroom
         return {
             "queue": self.queue, "workers_now": self.workers_now,
             "recommended_workers": self.recommended_workers, "rule": self.rule,
@@ -220,6 +271,7 @@ class CapacityPlan:
             "binding_text": self.binding_text, "ceiling_per_s": _clean(self.ceiling_per_s),
             "ceiling_basis": self.ceiling_basis, "demand_per_s": _clean(self.demand_per_s),
             "demand_now_per_s": _clean(self.demand_now_per_s),
+            "demand_lower_bound": self.demand_lower_bound,
             "service_mean_s": _clean(self.service_mean_s), "headline": self.headline,
             "kind": self.kind, "severity": self.severity, "confidence": self.confidence,
             "caveats": list(self.caveats),
@@ -240,6 +292,15 @@ class CapacityPlan:
             "change": _change_payload(self.change),
             "settings": self.settings.payload(),
             "tags": list(self.tags),
+            "headroom_ratio": _clean(least.ratio) if least is not None else None,
+            "headroom_limit": self.headroom_limit,
+            "headroom_text": self.headroom_text,
+            "headroom": [{k: _clean(v) for k, v in h.payload().items()}
+                         for h in self.headroom],
+            "ceilings": [{"limit": m.limit, "ceiling_per_s": _clean(m.ceiling_per_s),
+                          "lo_per_s": _clean(m.lo_per_s), "hi_per_s": _clean(m.hi_per_s),
+                          "basis": m.basis, "scope": m.scope,
+                          "binds_share": _clean(m.binds_share)} for m in self.ceilings],
         }
 
     def rows_payload(self) -> list[dict[str, Any]]:
@@ -351,10 +412,16 @@ def _limit(r: PlanRequest, settings: AnalysisSettings) -> _Limit:
     fit = a.usl if a.usl is not None and a.usl.r2 >= settings.thresholds.usl_r2_min else None
     sizing = None
     if a.sizing is not None:
+        measured = _measured_ceiling(a, binding)
         sizing = limit_sizing(binding, a.sizing,
                               contention.evidence if contention is not None else None,
-                              r.history, fit, r.throughput_now_per_s)
+                              r.history, fit, r.throughput_now_per_s, measured,
+                              measured.service_free_s if measured is not None else None)
     return _Limit(binding, contention, fit, sizing)
+
+
+def _measured_ceiling(a: Assessment, binding: str) -> MeasuredCeiling | None:
+    return next((m for m in a.ceilings if m.limit == binding), None)
 
 
 def _safe_limit(r: PlanRequest, settings: AnalysisSettings) -> _Limit:
@@ -387,20 +454,25 @@ def _plan(r: PlanRequest, settings: AnalysisSettings,
     c = r.workers_now
     rec, rule = _recommendation(verdicts, c, a)
     binding, contention, fit = lim.binding, lim.contention, lim.fit
-    ceiling, basis = _ceiling(binding, contention, a, c)
-    if ceiling is None and lim.sizing is not None and lim.sizing.ceiling_basis is not None:
-        ceiling, basis = lim.sizing.ceiling_per_s, lim.sizing.ceiling_basis
-    raised = lim.sizing.ceiling_per_s if lim.sizing is not None else None
+    ceiling, basis = _ceiling(binding, contention, a)
+    rows_ceiling = lim.sizing.ceiling_per_s if lim.sizing is not None else None
     title = lead.headline
-    if ceiling is not None and raised is not None and raised > ceiling:
-        # the rows' ceiling is what the queue completes now, over the verdict's estimate:
-        # the card states one ceiling, the rows'
-        basis = (f"what the queue completes now, over the {number_text(ceiling, '/s')} estimated "
-                 f"({basis})")
-        ceiling = raised
-        if lead.kind == Kind.CONTENTION:
-            title = rule_headline(lead.kind, lead.evidence,
-                                  {**lead.recommendation, "ceiling_reconciles_per_s": raised})
+    if lim.sizing is not None and binding in CEILING_LIMITS and rows_ceiling is None:
+        # the rows found the estimate wrong (under what the queue completes now) or had
+        # none: the card states no ceiling, and says why
+        ceiling, basis = None, lim.sizing.basis
+    elif ceiling is not None and rows_ceiling is not None and rows_ceiling != ceiling \
+            and lim.sizing is not None and lim.sizing.ceiling_basis is None \
+            and rows_ceiling > ceiling:
+        # the rows' ceiling is the queue's throughput now, a few per cent over the estimate
+        # (a saturated limit measured at its throughput): the card states one ceiling
+        basis = (f"{basis}; the queue completes {number_text(rows_ceiling, '/s')} now, "
+                 "slightly over it")
+        ceiling = rows_ceiling
+    if lead.kind == Kind.CONTENTION and ceiling != lead.evidence.get(
+            "ceiling_reconciles_per_s"):
+        title = rule_headline(lead.kind, lead.evidence,
+                              {**lead.recommendation, "ceiling_reconciles_per_s": ceiling})
     sizing = lim.sizing.inputs if lim.sizing is not None else None
     table = a.table if sizing is a.sizing else None
     if table is None and sizing is not None:
@@ -437,6 +509,8 @@ def _plan(r: PlanRequest, settings: AnalysisSettings,
         model=table.model if table is not None else None, band_source=band_source,
         verdicts=verdicts, settings=settings, sizing=sizing, usl=usl,
         tags=tuple(v.kind for v in verdicts), table=table, band=band, fit=fit, history=h,
+        headroom=_plan_headroom(a, binding, ceiling, basis), ceilings=a.ceilings,
+        demand_lower_bound=saturated_share(h, c) >= SATURATED_SHARE_MIN,
     )
 
 
@@ -542,19 +616,53 @@ def _binding(verdicts: Sequence[Verdict]) -> str:
     return "none"
 
 
-def _ceiling(binding: str, contention: Verdict | None, a: Assessment, c: int | None
+SATURATED_SHARE_MIN = 0.05
+"""The share of the range's points that were saturated from which the design demand (the 95th
+percentile of the add rate) is a lower bound: a twentieth of the points is where that
+percentile lies."""
+
+
+def saturated_share(h: QueueHistory | None, c: int | None) -> float:
+    """The share of the range's points with every worker busy (≥ 90 % of c) and items
+    waiting (a mean depth of at least one)."""
+    if h is None or c is None or h.points == 0:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        full = (h.busy_workers >= SATURATED_SHARE * c) & (h.depth >= 1.0)
+    return float(np.count_nonzero(full)) / h.points
+
+
+def _plan_headroom(a: Assessment, binding: str, ceiling: float | None, basis: str | None
+                   ) -> tuple[Headroom, ...]:
+    """The advisor's headroom, with the binding limit's ceiling the one the card states
+    (a contention verdict's, measured at a worker count the queue ran, over the limit's own
+    measure)."""
+    mine = next((h for h in a.headroom if h.limit == binding), None)
+    if ceiling is None or binding not in CEILING_LIMITS or a.sizing is None \
+            or (mine is not None and mine.ceiling_per_s == ceiling):
+        return a.headroom
+    own = next((m for m in a.ceilings if m.limit == binding), None)
+    stated = MeasuredCeiling(binding, ceiling, None, None, basis or "",
+                             own.scope if own is not None else "queue")
+    found = [m for m in a.ceilings if m.limit != binding] + [stated]
+    lam = a.history.arrival_rate_per_s if a.history is not None else None
+    return headrooms(found, a.sizing.arrival_rate_per_s, lam)
+
+
+def _ceiling(binding: str, contention: Verdict | None, a: Assessment
              ) -> tuple[float | None, str | None]:
+    """The binding limit's ceiling: the contention verdict's where it measured one, else the
+    limit's own measure — a number, or why there is none (never the queue's throughput: a
+    queue that keeps up completes its demand)."""
     if contention is not None:
         value = contention.evidence.get("ceiling_reconciles_per_s")
         if isinstance(value, float):
             return value, str(contention.evidence.get("ceiling_basis") or "")
-        return None, None
-    svc = a.sizing.service_mean_s if a.sizing is not None else None
-    estimate = limits()[binding].ceiling
-    if svc is None or svc <= 0 or estimate is None:
-        return None, None
-    found = estimate(svc, c)
-    return found if found is not None else (None, None)
+    measured = _measured_ceiling(a, binding)
+    if measured is not None:
+        return measured.ceiling_per_s, measured.basis
+    unmeasured = limits()[binding].unmeasured
+    return None, (f"not measured: {unmeasured}" if unmeasured else None)
 
 
 def _caveats(verdicts: Sequence[Verdict], a: Assessment, table: WhatIfTable | None,

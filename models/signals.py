@@ -86,6 +86,7 @@ _DERIVED_FROM: Mapping[str, tuple[str, ...]] = {
     **{f"{h}_{p}_s": (f"histogram:{h}",) for h in HISTOGRAMS for p, _ in QUANTILES},
     "api_calls_per_s": ("process:api_calls_per_s",),
     "throttle_s_per_s": ("process:throttle_s_per_s",),
+    "cpu_used_cores": ("process:cpu_used_cores",),
 }
 
 

@@ -51,7 +51,7 @@ import numpy.typing as npt
 from models.errors import ModelInputError
 from models.limits import MAX_WORKERS
 
-__all__ = ["CeilingModel", "closed_throughput", "fit_at_edge", "fit_ceiling"]
+__all__ = ["CeilingModel", "StationFit", "closed_throughput", "fit_station"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -176,11 +176,10 @@ class CeilingModel:
         }
 
 
-FIT_GRID = 20
-"""Candidates per parameter of :func:`fit_ceiling` (demand D and the pass time without waiting
-S₀), geometric, on a coarse grid and then on a fine one spanning the coarse best's
-neighbours: demands 2.6 % apart in the end (a 48 × 48 single grid gave the same ceilings
-within 1 % on the regime matrix, at three times the cost)."""
+FIT_GRID = 24
+"""Candidates per parameter of :func:`fit_station` (the pass time without waiting S₀ and the
+demand D), geometric, on a coarse grid and then on a fine one spanning the coarse best's
+neighbours."""
 
 FIT_POINTS_MAX = 60
 """Points of a range the fit reads at most (evenly spaced): 60 points of a 2 h range at a
@@ -188,8 +187,7 @@ FIT_POINTS_MAX = 60
 
 FIT_WORKERS_MAX = 1_000
 """Most workers a fitted point may have: each candidate network is evaluated up to c states
-per point (0.49 s a queue at c = 1,000; 7.1 s and 218 MB at 10,000), and only contention
-queues without a measured ceiling are fitted."""
+per point (0.49 s a queue at c = 1,000; 7.1 s and 218 MB at 10,000)."""
 
 FIT_CELLS_MAX = 2_000_000
 """Points × states × candidates evaluated at once (16 MB of float64): larger worker counts are
@@ -200,6 +198,49 @@ FIT_SPREAD_MIN = 1.3
 times come from one operating point plus noise, which many pairs (S₀, D) explain equally
 well (seen on a lock and a webhook at constant load, whose 75 s windows vary by ±10 %: the
 fit then said 18.9 and 25.3/s for 16.7 and 20/s)."""
+
+FIT_DEMAND_SPAN = 1e-3
+"""The smallest demand searched, as a share of the largest the points allow (1 / X_max): a
+station that small is never busy at the points, so the model is the constant pass time —
+the nested alternative the F test compares with."""
+
+STATION_VISIBLE_MIN = 0.25
+"""The fitted resource's utilization X_max·D at the busiest point below which no ceiling is
+named: a resource under a quarter busy at the busiest point adds under a third of its
+demand to the pass (M/M/1: ρ / (1 − ρ)), a rise the points cannot place — the fit then
+says only how low a ceiling it rules out (:attr:`StationFit.lo_per_s`)."""
+
+STATION_LEVEL = 0.9
+"""The confidence of :func:`fit_station`'s interval and the level of its F test: the
+ceiling's range on a card is the 90 % profile-likelihood interval (the ceilings whose best
+fit is not worse than the F test at this level allows), and a station is only *shown* by the
+points when it explains their pass times better than a constant at this level."""
+
+
+@dataclass(frozen=True)
+class StationFit:
+    """What a history's pass times say about one shared resource (:func:`fit_station`)."""
+
+    ceiling_per_s: float | None
+    """X* = 1 / D of the best fit; None when the best fit puts no visible station in the
+    points (the pass times are as flat as a constant explains them)."""
+    lo_per_s: float
+    """The lowest ceiling of the interval: the points rule out a ceiling below it."""
+    hi_per_s: float | None
+    """The highest ceiling of the interval; None when the points allow no station at all."""
+    free_s: float
+    """S₀ of the best fit: the pass time without waiting for the resource."""
+    f_stat: float
+    """F = (SSE₀ − SSE₁) / (SSE₁ / (n − 2)) of the station model against a constant pass
+    time (SSE of the log pass times)."""
+    points: int
+    shown: bool
+    """The station explains the pass times better than a constant at :data:`STATION_LEVEL`
+    (F above its critical value) and is visible (:data:`STATION_VISIBLE_MIN`): the fit
+    names a ceiling."""
+    at_edge: bool = False
+    """The best ceiling is the highest throughput the points reached (within 1 %): the
+    points show the ceiling is at least that high, not where it is."""
 
 
 def _fes_pass_s(lam: FloatArray, c: int, log_x_cum: FloatArray, xs: FloatArray
@@ -241,29 +282,33 @@ def _fit_errors(x: FloatArray, s: FloatArray, w: IntArray, free: FloatArray,
     return err
 
 
-def fit_ceiling(throughput_per_s: FloatArray, service_mean_s: FloatArray,
-                busy_workers: FloatArray, workers: FloatArray, station_cv2: float = 1.0
-                ) -> tuple[float, float] | None:
-    """(X* = 1/D, S₀): the shared resource and the pass time without waiting for it that
-    best explain a history's pass times (least squares on their logarithms), or None when the
-    points cannot show one.
+def fit_station(throughput_per_s: FloatArray, service_mean_s: FloatArray,
+                workers: FloatArray, station_cv2: float = 1.0) -> StationFit | None:
+    """The shared resource that best explains a history's pass times, with its range; None
+    when the points cannot tell (fewer than 6, too little spread in throughput, or more
+    workers than :data:`FIT_WORKERS_MAX`).
 
     Each point is the model above at its own demand (its throughput) and worker count: its
     pass time is the flow-equivalent server's, from the mean-value analysis of the candidate
-    network (Z = S₀ − D). A shared resource makes the pass longer as the load grows. Points
-    with fewer than 1.2 busy workers carry little queueing and are left out; the rest must
-    span :data:`FIT_SPREAD_MIN` in throughput. S₀ is searched up to the shortest pass time
-    measured, D up to the largest the points allow (X ≤ 1/D, D ≤ S₀); a fitted resource
-    never half busy at the fastest point shows no ceiling (None)."""
+    network (Z = S₀ − D). A shared resource makes the pass longer as the load grows —
+    including at points with under one busy worker on average, whose passes still overlap
+    (the birth-death chain counts them). The candidates (S₀, D) run from a station that is
+    never busy (D = :data:`FIT_DEMAND_SPAN` / X_max: a constant pass time, the nested model)
+    to the largest demand the points allow (X ≤ 1/D), S₀ from a fifth of the shortest pass
+    to the longest; least squares on the log pass times, a coarse grid then a fine one.
+
+    The ceiling's interval is the profile likelihood's: every D whose best S₀ leaves the sum
+    of squares within F(1, n − 2; :data:`STATION_LEVEL`) / (n − 2) of the best. The F test
+    against the constant pass time (SSE₀ of log s about its mean) says whether the points
+    show a station at all (:attr:`StationFit.shown`)."""
     x = np.asarray(throughput_per_s, dtype=np.float64)
     s = np.asarray(service_mean_s, dtype=np.float64)
-    n = np.asarray(busy_workers, dtype=np.float64)
     w = np.rint(np.asarray(workers, dtype=np.float64))
-    ok = (np.isfinite(x) & np.isfinite(s) & np.isfinite(n) & np.isfinite(w) & (x > 0)
-          & (s > 0) & (n >= 1.2) & (w >= 1) & (w <= 10_000))
-    if np.count_nonzero(ok) < 5:
+    ok = (np.isfinite(x) & np.isfinite(s) & np.isfinite(w) & (x > 0) & (s > 0) & (w >= 1)
+          & (w <= 10_000))
+    if np.count_nonzero(ok) < 6:
         return None
-    x, s, n, w = x[ok], s[ok], n[ok], w[ok].astype(np.int64)
+    x, s, w = x[ok], s[ok], w[ok].astype(np.int64)
     if int(w.max()) > FIT_WORKERS_MAX:
         return None  # the states per candidate grow with c: refused, not truncated
     lo_x, hi_x = np.quantile(x, [0.1, 0.9]).tolist()
@@ -271,31 +316,49 @@ def fit_ceiling(throughput_per_s: FloatArray, service_mean_s: FloatArray,
         return None
     if x.size > FIT_POINTS_MAX:  # evenly over the range: the fit's cost is per point
         keep = np.linspace(0, x.size - 1, FIT_POINTS_MAX).round().astype(np.int64)
-        x, s, n, w = x[keep], s[keep], n[keep], w[keep]
-    s_min, d_max = float(s.min()), 1.0 / float(x.max())
-    # a coarse grid over (S₀, D / min(S₀, 1/X_max)), then a fine one around its best cell
-    g_free = np.geomspace(0.2 * s_min, s_min, FIT_GRID)
-    g_frac = np.geomspace(0.01, 1.0, FIT_GRID)
+        x, s, w = x[keep], s[keep], w[keep]
+    n = x.size
+    log_s = np.log(s)
+    sse0 = float(np.sum((log_s - log_s.mean()) ** 2))
+    x_max, s_min, s_max = float(x.max()), float(s.min()), float(s.max())
+    d_max = 1.0 / x_max
+    # coarse grid over (S₀, D / min(S₀, D_max)), then a fine one around its best cell
+    g_free = np.geomspace(0.2 * s_min, s_max, FIT_GRID)
+    g_frac = np.geomspace(FIT_DEMAND_SPAN, 1.0, FIT_GRID)
     free, frac = np.repeat(g_free, FIT_GRID), np.tile(g_frac, FIT_GRID)
-    err = _fit_errors(x, s, w, free, np.minimum(free, d_max) * frac, station_cv2)
+    demand = np.minimum(free, d_max) * frac
+    err = _fit_errors(x, s, w, free, demand, station_cv2)
     i, j = divmod(int(np.argmin(err)), FIT_GRID)
     f_lo, f_hi = g_free[max(i - 1, 0)], g_free[min(i + 1, FIT_GRID - 1)]
     r_lo, r_hi = g_frac[max(j - 1, 0)], g_frac[min(j + 1, FIT_GRID - 1)]
-    free = np.repeat(np.geomspace(f_lo, f_hi, FIT_GRID), FIT_GRID)
-    frac = np.tile(np.geomspace(r_lo, r_hi, FIT_GRID), FIT_GRID)
-    demand = np.minimum(free, d_max) * frac
-    err = _fit_errors(x, s, w, free, demand, station_cv2)
-    best = int(np.argmin(err))
-    d = float(demand[best])
-    if float(x.max()) * d < 0.5:
-        return None  # a resource never half busy: the points do not show its ceiling
-    return 1.0 / d, float(free[best])
+    free2 = np.repeat(np.geomspace(f_lo, f_hi, FIT_GRID), FIT_GRID)
+    frac2 = np.tile(np.geomspace(r_lo, r_hi, FIT_GRID), FIT_GRID)
+    demand2 = np.minimum(free2, d_max) * frac2
+    err2 = _fit_errors(x, s, w, free2, demand2, station_cv2)
+    best = int(np.argmin(err2))
+    sse1, d_best, free_best = float(err2[best]), float(demand2[best]), float(free2[best])
+    f_crit = _f_critical(n - 2)
+    resid = max(sse1, 1e-12 * max(sse0, 1e-12))
+    f_stat = (sse0 - sse1) / (resid / (n - 2))
+    # the profile over D: every candidate of both grids, the best S₀ for each D kept
+    cand_d = np.concatenate((demand, demand2))
+    cand_e = np.concatenate((err, err2))
+    inside = cand_e <= resid * (1.0 + f_crit / (n - 2))
+    lo = 1.0 / float(cand_d[inside].max())
+    smallest = float(cand_d[inside].min())
+    unbounded = smallest <= FIT_DEMAND_SPAN * d_max * 1.0001 \
+        or x_max * smallest < STATION_VISIBLE_MIN
+    hi = None if unbounded else 1.0 / smallest
+    visible = x_max * d_best >= STATION_VISIBLE_MIN
+    ceiling = 1.0 / d_best if visible else None
+    shown = visible and f_stat >= f_crit
+    edge = ceiling is not None and ceiling <= 1.01 * x_max
+    return StationFit(ceiling, min(lo, ceiling) if ceiling is not None else lo, hi,
+                      free_best, f_stat, n, shown, edge)
 
 
-def fit_at_edge(ceiling_per_s: float, throughput_per_s: FloatArray) -> bool:
-    """Whether a fitted ceiling is the highest throughput the points reached (within 1 %):
-    the largest demand the search allows, so the points show only that the ceiling is at
-    least this high, not where it is."""
-    x = np.asarray(throughput_per_s, dtype=np.float64)
-    x = x[np.isfinite(x)]
-    return bool(x.size) and ceiling_per_s <= 1.01 * float(x.max())
+def _f_critical(dof: int) -> float:
+    """F(1, dof) at :data:`STATION_LEVEL` (scipy.special, imported here: 0.25 s)."""
+    from scipy.special import fdtri
+
+    return float(fdtri(1.0, max(dof, 1), STATION_LEVEL))

@@ -22,17 +22,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
+from models.bindings.measured import CeilingInputs, MeasuredCeiling
 from models.bindings.registry import BindingLimit, Option, register
 from models.formatting import number_text, percent_text, sig
 
 __all__ = [
     "CPU_BUSY_SHARE_MIN",
     "CPU_BUSY_SHARE_SHARED",
+    "CPU_PEAK_QUANTILE",
     "CPU_THROTTLED_SHARE_MIN",
     "LIMIT",
     "CpuFinding",
+    "CpuPeaks",
     "cores_available",
     "cpu_finding",
+    "cpu_peaks",
 ]
 
 CPU_BUSY_SHARE_MIN = 0.9
@@ -53,6 +59,93 @@ CPU_THROTTLED_SHARE_MIN = 0.25
 mean use is under it: the kernel stops the container for the rest of each 100 ms period in
 which it used its quota, so a quarter of the periods throttled is a quarter of the time in
 which every runnable goroutine waits — a mean under the limit is bursts over it."""
+
+
+CPU_PEAK_QUANTILE = 0.9
+"""The quantile of the range's CPU use the limit is judged at: a core busy only at the
+demand's peaks binds there, and a window's mean hides it (issue 35: a CPU-bound controller
+read 66 % of its one core in the last 30 s while its 30-s windows over the range sat at
+90–96 %, a backlog of 1,000 items built at those peaks)."""
+
+
+@dataclass(frozen=True)
+class CpuPeaks:
+    """The process's CPU over the range (:func:`cpu_peaks`)."""
+
+    cores_used_peak: float
+    """The :data:`CPU_PEAK_QUANTILE` of the range's CPU use (cores)."""
+    busy_share_of_points: float | None
+    """The share of the range's points at which the process used at least
+    :data:`CPU_BUSY_SHARE_MIN` of its cores (None: the cores are not known)."""
+    cpu_s_per_pass: float | None
+    """CPU seconds per pass of the process at the busiest half of the points (its base CPU —
+    GC, informers — weighs least there); None without the throughput."""
+    cpu_s_per_pass_range: tuple[float, float] | None
+    """Their quartiles."""
+    points: int
+
+
+def cpu_peaks(cores_used: np.ndarray, process_throughput_per_s: np.ndarray,
+              cores: float | None, min_points: int) -> CpuPeaks | None:
+    """The CPU of a range (:class:`CpuPeaks`); None with fewer than ``min_points`` points."""
+    used = np.asarray(cores_used, dtype=np.float64)
+    ok = np.isfinite(used) & (used >= 0)
+    if np.count_nonzero(ok) < min_points:
+        return None
+    peak = float(np.quantile(used[ok], CPU_PEAK_QUANTILE))
+    share = (float(np.mean(used[ok] >= CPU_BUSY_SHARE_MIN * cores))
+             if cores is not None and cores > 0 else None)
+    px = np.asarray(process_throughput_per_s, dtype=np.float64)
+    both = ok & np.isfinite(px) & (px > 0)
+    per: float | None = None
+    spread: tuple[float, float] | None = None
+    if np.count_nonzero(both) >= min_points:
+        busy_half = both & (px >= np.median(px[both]))
+        ratios = used[busy_half] / px[busy_half]
+        per = float(np.median(ratios))
+        q1, q3 = np.quantile(ratios, [0.25, 0.75]).tolist()
+        spread = (q1, q3)
+    good = per is not None and per > 0 and spread is not None and spread[0] > 0
+    return CpuPeaks(peak, share, per if good else None, spread if good else None,
+                    int(np.count_nonzero(ok)))
+
+
+def _measure(i: CeilingInputs) -> MeasuredCeiling | None:
+    """The CPU ceiling: the cores available ÷ the process's CPU seconds per pass, the queue's
+    part of it; the share of the range's points at its cores (module docstring)."""
+    h = i.history
+    share = i.queue_share()
+    cores = i.cores_available
+    peaks = None
+    if h is not None:
+        # the process's passes at each point: this queue's, over its share of the process
+        peaks = cpu_peaks(h.cpu_used_cores, h.throughput_per_s / share, cores,
+                          int(i.thresholds.min_history_points))
+    if cores is None:
+        if peaks is None and i.cores_used is None:
+            return None
+        return MeasuredCeiling("cpu", None, None, None, "the cores available are not known (no "
+                               "GOMAXPROCS or CPU limit series)", "process")
+    if peaks is not None and peaks.cpu_s_per_pass is not None:
+        per, spread = peaks.cpu_s_per_pass, peaks.cpu_s_per_pass_range
+        where = "at the busiest half of the range's points"
+    else:
+        px = i.process.throughput_per_s
+        if i.cores_used is None or not px or px <= 0 or i.cores_used <= 0:
+            return MeasuredCeiling("cpu", None, None, None, "the process's CPU seconds per "
+                                   "pass are not known (no CPU rate or no throughput)",
+                                   "process")
+        per, spread, where = i.cores_used / px, None, "now"
+    ceiling = cores / per * share
+    lo = hi = None
+    if spread is not None:
+        lo, hi = cores / spread[1] * share, cores / spread[0] * share
+    part = "" if share >= 1.0 else f", this queue's {percent_text(share)} of the process's passes"
+    return MeasuredCeiling(
+        "cpu", ceiling, lo, hi,
+        f"{cores:g} {'core' if cores == 1 else 'cores'} available ÷ {number_text(per, 's')} "
+        f"of CPU per pass ({where}{part})",
+        "process", peaks.busy_share_of_points if peaks is not None else None)
 
 
 @dataclass(frozen=True)
@@ -87,32 +180,52 @@ def cores_available(gomaxprocs: float | None, limit_cores: float | None) -> floa
 def cpu_finding(cores_used: float | None, gomaxprocs: float | None,
                 limit_cores: float | None, throttled_share: float | None,
                 sched_latency_mean_s: float | None,
-                process_throughput_per_s: float | None, *, stretching: bool = False
-                ) -> CpuFinding | None:
+                process_throughput_per_s: float | None, *, stretching: bool = False,
+                peaks: CpuPeaks | None = None) -> CpuFinding | None:
     """The CPU limit's detector and ceiling (module docstring); None without the CPU rate.
     ``stretching``: the passes were found to stretch with load (another contention reason):
-    the CPU then binds from :data:`CPU_BUSY_SHARE_SHARED`."""
-    if cores_used is None or not math.isfinite(cores_used) or cores_used < 0:
+    the CPU then binds from :data:`CPU_BUSY_SHARE_SHARED`. ``peaks``: the range's CPU
+    (:func:`cpu_peaks`, read with the process's cores): the CPU is judged at its
+    :data:`CPU_PEAK_QUANTILE` when that is above the window's, and its CPU per pass is the
+    range's."""
+    if peaks is None and (cores_used is None or not math.isfinite(cores_used)
+                          or cores_used < 0):
         return None
     avail = cores_available(gomaxprocs, limit_cores)
-    busy = cores_used / avail if avail else None
-    per_pass = (cores_used / process_throughput_per_s
-                if process_throughput_per_s and process_throughput_per_s > 0 else None)
+    now = cores_used if cores_used is not None and math.isfinite(cores_used) \
+        and cores_used >= 0 else None
+    at_peak = peaks is not None and (now is None or peaks.cores_used_peak > now)
+    used = peaks.cores_used_peak if at_peak and peaks is not None else (now or 0.0)
+    busy = used / avail if avail else None
+    if peaks is not None and peaks.cpu_s_per_pass is not None:
+        per_pass: float | None = peaks.cpu_s_per_pass
+    else:
+        per_pass = (now / process_throughput_per_s if now is not None
+                    and process_throughput_per_s and process_throughput_per_s > 0 else None)
     ceiling = avail / per_pass if avail and per_pass else None
     throttled = throttled_share if throttled_share is not None \
         and math.isfinite(throttled_share) else None
     full = busy is not None and (busy >= CPU_BUSY_SHARE_MIN
                                  or (stretching and busy >= CPU_BUSY_SHARE_SHARED))
     choked = throttled is not None and throttled >= CPU_THROTTLED_SHARE_MIN
-    if full and busy is not None:
+    cores_used = used
+    if full and busy is not None and at_peak and peaks is not None:
+        why = (f"at its peaks (the {CPU_PEAK_QUANTILE * 100:.0f}th percentile of the range's "
+               f"windows) the process uses {sig(used)} of its {avail:g} cores "
+               f"({percent_text(busy)})"
+               + (f", at {percent_text(CPU_BUSY_SHARE_MIN)} or more in "
+                  f"{percent_text(peaks.busy_share_of_points)} of them"
+                  if peaks.busy_share_of_points else ""))
+    elif full and busy is not None:
         why = (f"the process uses {sig(cores_used)} of its {avail:g} cores "
                f"({percent_text(busy)})")
     elif choked and throttled is not None:
         why = (f"the kernel throttles the container in {percent_text(throttled)} of its CFS "
                "periods (its CPU limit)")
     elif busy is not None:
-        why = (f"the process uses {percent_text(busy)} of its {avail:g} cores: the CPU does "
-               "not bind")
+        why = (f"the process uses {percent_text(busy)} of its {avail:g} cores"
+               + (f" at its peaks (the {CPU_PEAK_QUANTILE * 100:.0f}th percentile of the "
+                  "range's windows)" if at_peak else "") + ": the CPU does not bind")
     else:
         why = "the cores available are not known (no GOMAXPROCS or CPU limit series)"
     if (full or choked) and per_pass is not None:
@@ -150,6 +263,7 @@ LIMIT = register(BindingLimit(
     reasons=frozenset({"cpu"}),
     precedence=45,
     knobs=("cpu",),
+    measure=_measure,
 ))
 """Named by the contention reason ``cpu`` (:func:`cpu_finding` binds), after write conflicts
 and before coherency: a process at its cores slows every pass whatever else they share."""

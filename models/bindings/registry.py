@@ -13,8 +13,10 @@ limits in step by hand reads this registry instead:
 * the verdict kinds that name it when no contention verdict does (:attr:`BindingLimit.kinds`);
 * the contention reasons that point at it, its precedence among them and any confirmation
   (:func:`contention_limit`);
-* its knobs (where the plan says to set the change) and its ceiling estimator when no
-  contention verdict measured one.
+* its knobs (where the plan says to set the change);
+* its measure: the ceiling from its own mechanism's signals, with its range, or why it
+  cannot be measured here (:mod:`models.bindings.measured`; the headroom of
+  :mod:`models.bindings.headroom` compares it with the peak demand).
 
 Adding a limit is one module with one :func:`register` call, imported by
 ``models/bindings/__init__.py``.
@@ -27,13 +29,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from models.bindings.measured import CeilingInputs, MeasuredCeiling
 from models.verdicts.kinds import Kind
 
 __all__ = [
     "BindingLimit",
-    "CeilingEstimator",
     "ConfirmContention",
     "KnobKind",
+    "Measure",
     "Option",
     "RowsModel",
     "contention_limit",
@@ -53,9 +56,10 @@ KnobKind = Literal["workers", "client_qps", "flowschema", "webhook", "cpu"]
 FlowSchema and priority level of the controller's own (with its manifest), the admission
 webhook's configuration, the container's CPU limit and GOMAXPROCS."""
 
-CeilingEstimator = Callable[[float, int | None], tuple[float, str] | None]
-"""(mean work time E[S], worker count c) → (most items/s the limit allows, its basis in
-words), or None: the plan's ceiling when no contention verdict measured one."""
+Measure = Callable[[CeilingInputs], MeasuredCeiling | None]
+"""One queue's figures → the limit's ceiling measured from its own mechanism's signals (or
+why it cannot be measured, without a number); None when the queue shows nothing of the
+limit (a process that makes no API call has no API-client ceiling to speak of)."""
 
 ConfirmContention = Callable[[Mapping[str, str], Mapping[str, Any], int | None], bool]
 """(contention reasons by code, the verdict's evidence, c) → whether this limit is the one
@@ -101,7 +105,11 @@ class BindingLimit:
     fallback: bool = False
     """The contention verdict's limit when no other matches (at most one)."""
     knobs: tuple[KnobKind, ...] = ()
-    ceiling: CeilingEstimator | None = None
+    measure: Measure | None = None
+    """Its ceiling from its own signals (:data:`Measure`)."""
+    unmeasured: str | None = None
+    """Why this limit's ceiling cannot be measured from what a workqueue exports, for a
+    limit that never has a measure (a hot key: a key's own pass time is not exported)."""
 
     def __post_init__(self) -> None:
         if (self.rows == "ceiling") != (self.ceiling_cv2 is not None):

@@ -26,32 +26,30 @@ from typing import Any
 
 import numpy as np
 
-from models.advisor import QueueHistory
 from models.bindings import CEILING_LIMITS
-from models.bindings.ceiling import fit_at_edge, fit_ceiling
+from models.bindings.measured import MeasuredCeiling
 from models.contention import UslFit
 from models.formatting import number_text
+from models.verdicts.inputs import QueueHistory
 from models.whatif import WhatIfInputs, whatif_tables
 
-__all__ = ["LimitSizing", "free_pass_time", "limit_prediction", "limit_sizing"]
-
-FITTED_BASIS = ("fitted: the demand of one shared resource (mean-value analysis of the "
-                "passes in flight) that best explains how the range's pass times grew with "
-                "the busy workers")
-"""The basis of a ceiling the rows fitted (:func:`models.bindings.ceiling.fit_ceiling`)."""
-
-FITTED_EDGE_BASIS = (
-    "fitted, as a lower bound: the pass times are explained best by a ceiling at the highest "
-    "throughput the range reached ({x}), so the range shows the ceiling is at least that, "
-    "not where it is")
-"""The basis of a fitted ceiling at the edge of the search (:func:`models.bindings.ceiling.
-fit_at_edge`)."""
+__all__ = ["REFUTED_BASIS", "LimitSizing", "free_pass_time", "limit_prediction",
+           "limit_sizing"]
 
 NO_CEILING_BASIS = (
-    "no ceiling could be measured (the verdict gave none, and the range's load did not vary "
-    "enough to fit one): the rows are the worker-count model's, and past the shared "
-    "limit's ceiling more workers will not deliver them")
+    "no ceiling could be measured ({why}): the rows are the worker-count model's, and past "
+    "the shared limit's ceiling more workers will not deliver them")
 """The rows' basis under a ceiling-type limit whose ceiling is not known."""
+
+REFUTED_BASIS = (
+    "the estimated ceiling of {x} ({basis}) is below what the queue completes now ({now}): "
+    "it is not the ceiling")
+"""Why a ceiling below the measured throughput is not used (the queue does more than it)."""
+
+REFUTE_TOLERANCE = 1.1
+"""Throughput now ÷ ceiling up to which a ceiling is kept, raised to the throughput: a
+saturated limit's ceiling is measured at its throughput, and a 30-s window of a token bucket
+can run a few per cent over QPS ÷ calls (its burst); beyond 10 % the estimate is wrong."""
 
 FREE_PASS_QUANTILE = 0.1
 """The quantile of the range's mean work times taken for the pass time without waiting: the
@@ -71,8 +69,8 @@ class LimitSizing:
     basis: str
     """How the rows model the limit, in words."""
     ceiling_basis: str | None = None
-    """How the ceiling was measured, when the rows found it themselves (the contention
-    verdict gave none): :data:`FITTED_BASIS`."""
+    """How the ceiling was measured, when the rows took it from the limit's own measure (the
+    contention verdict gave none)."""
 
 
 def free_pass_time(service_now_s: float, evidence: Mapping[str, Any],
@@ -94,28 +92,33 @@ def free_pass_time(service_now_s: float, evidence: Mapping[str, Any],
 
 def limit_sizing(binding: str, sizing: WhatIfInputs, contention: Mapping[str, Any] | None,
                  history: QueueHistory | None, fit: UslFit | None,
-                 throughput_now_per_s: float | None) -> LimitSizing:
-    """The sweep inputs under ``binding`` (module docstring). A ceiling below what the queue
-    completes now (``throughput_now_per_s``) is raised to it: the rows must reproduce the
-    present. A key count is not modelled behind a ceiling: those rows drop it and say so."""
+                 throughput_now_per_s: float | None,
+                 measured: MeasuredCeiling | None = None,
+                 station_free_s: float | None = None) -> LimitSizing:
+    """The sweep inputs under ``binding`` (module docstring). The ceiling is the contention
+    verdict's, else the limit's own measure (``measured``, with the station's S₀
+    ``station_free_s`` when the pass times gave it). A ceiling under what the queue completes
+    now (``throughput_now_per_s``) by more than :data:`REFUTE_TOLERANCE` is wrong and not
+    used; within it, it is raised to the throughput (the rows must reproduce the present). A
+    key count is not modelled behind a ceiling: those rows drop it and say so."""
     ev: Mapping[str, Any] = contention or {}
     ceiling = ev.get("ceiling_reconciles_per_s")
-    fitted = edge = False
-    fitted_free = 0.0
+    basis_text = str(ev.get("ceiling_basis") or "")
+    own = False
     if binding in CEILING_LIMITS and not (isinstance(ceiling, float) and ceiling > 0) \
-            and history is not None:
-        found = fit_ceiling(history.throughput_per_s, history.service_mean_s,
-                            history.busy_workers, history.workers, CEILING_LIMITS[binding])
-        if found is not None:
-            ceiling, fitted_free = found
-            fitted = True
-            edge = fit_at_edge(ceiling, history.throughput_per_s)
+            and measured is not None and measured.ceiling_per_s is not None:
+        ceiling, basis_text, own = measured.ceiling_per_s, measured.basis, True
     if binding in CEILING_LIMITS and isinstance(ceiling, float) and ceiling > 0:
-        share = _queue_share(ceiling, ev, throughput_now_per_s) if not fitted else ceiling
+        share = ceiling if own else _queue_share(ceiling, ev, throughput_now_per_s)
         now = throughput_now_per_s
         if now is not None and math.isfinite(now) and now > share:
+            if now > REFUTE_TOLERANCE * share:
+                why = REFUTED_BASIS.format(x=number_text(share, "/s"), basis=basis_text,
+                                           now=number_text(now, "/s"))
+                return LimitSizing(sizing, None, None, NO_CEILING_BASIS.format(why=why))
             share = now  # the queue does this much now: the ceiling is at least that
-        free = fitted_free if fitted else free_pass_time(sizing.service_mean_s, ev, history)
+        free = station_free_s if own and station_free_s is not None \
+            else free_pass_time(sizing.service_mean_s, ev, history)
         inputs = replace(sizing, service_mean_s=free, ceiling_per_s=share,
                          ceiling_cv2=CEILING_LIMITS[binding], sigma=None, kappa=None,
                          keys=None)
@@ -132,10 +135,11 @@ def limit_sizing(binding: str, sizing: WhatIfInputs, contention: Mapping[str, An
             f"above it, the pass time ({number_text(free, 's')} without waiting) stretched by "
             "the wait for the "
             "shared resource as the workers queue on it",
-            (FITTED_EDGE_BASIS.format(x=number_text(ceiling, "/s")) if edge else FITTED_BASIS)
-            if fitted else None)
+            basis_text if own else None)
     if binding in CEILING_LIMITS:
-        return LimitSizing(sizing, None, None, NO_CEILING_BASIS)
+        why = (measured.basis if measured is not None else
+               "the verdict gave none and the range's pass times show none")
+        return LimitSizing(sizing, None, None, NO_CEILING_BASIS.format(why=why))
     if binding == "coherency" and fit is not None and fit.gamma > 0:
         inputs = replace(sizing, service_mean_s=1.0 / fit.gamma, sigma=fit.sigma,
                          kappa=fit.kappa)

@@ -16,10 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from models.bindings.headroom import HEADROOM_BINDS
 from models.bindings.registry import contention_limit, get, limits
 from models.contention import fit_usl_many, usl_slowdown
 from models.errors import ModelInputError
 from models.formatting import number_text, percent_text, sig
+from models.verdicts.ceilings import ceilings
 from models.verdicts.contention_reasons import (
     apf_reason,
     cpu_reason,
@@ -77,7 +79,7 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
                     + (f", peak at N*≈{sig(fit.peak_workers)})" if fit.peak_workers else ")"))
                 strength = max(strength, th.usl_efficiency_max / max(eff, 1e-9))
                 if fit.peak_throughput is not None and fit.peak_workers_int is not None:
-                    ceiling, basis = fit.peak_throughput, "USL peak throughput X(N*)"
+                    ceiling, basis = fit.peak_throughput, USL_PEAK_BASIS
                     scope = "queue"
                     useful = fit.peak_workers_int
     # (b) Work duration rising with throughput, at the same instants of the range.
@@ -107,7 +109,7 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     if step is not None:
         reasons["worker_steps"], grade, step_ceiling_per_s = step
         strength = max(strength, grade)
-        if ceiling is None or basis == "USL peak throughput X(N*)":
+        if ceiling is None or basis == USL_PEAK_BASIS:
             # measured at a count the queue ran beats the fitted curve's peak
             ceiling, scope = step_ceiling_per_s, "queue"
             basis = (f"throughput with every worker busy at c={evidence['step_workers_high']} "
@@ -183,6 +185,32 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         reasons["webhook"], grade = hook
         strength = max(strength, grade)
 
+    measured = ceilings(ctx)
+    station = next((m for m in measured if m.limit == "shared_resource"
+                    and m.ceiling_per_s is not None), None)
+    demand = ctx.lam_design if ctx.lam_design is not None else ctx.lam
+    busy_max = _busy_max(ctx)
+    if busy_max is not None:
+        evidence["busy_workers_max"] = busy_max
+    if station is not None and demand and station.ceiling_per_s is not None:
+        ratio = station.ceiling_per_s / demand
+        evidence.update(station_ceiling_per_s=station.ceiling_per_s,
+                        station_headroom_ratio=ratio)
+        if ratio < HEADROOM_BINDS and "station" not in reasons:
+            reasons["station"] = (
+                f"the pass times show a shared resource whose ceiling "
+                f"({number_text(station.ceiling_per_s, '/s')}) the demand's peaks "
+                f"({number_text(demand, '/s')}) reach")
+            strength = max(strength, HEADROOM_BINDS / max(ratio, 0.05))
+        elif reasons and set(reasons) <= _INFLATION and _keeps_up(ctx, busy_max):
+            # the passes share something that fills with load, and the queue keeps up with
+            # room to spare: a headroom to state, not a limit that binds
+            ctx.notes["contention"] = (
+                f"the passes share a resource that fills with load (ceiling ≈ "
+                f"{number_text(station.ceiling_per_s, '/s')}, "
+                f"{sig(ratio)}× the peak demand of {number_text(demand, '/s')}), and the "
+                "queue keeps up: it does not bind")
+            return None
     if not reasons:
         return None
     busy_q, c_q = num(s.busy_workers), ctx.c
@@ -208,23 +236,25 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         elif throttled_calls is not None:
             api_ceiling = throttled_calls / per_rec
             basis_api = ("most API calls/s the process made while its client-side limiter "
-                         "throttled it (range) ÷ calls per reconcile — the limiter's QPS, "
+                         "held it (range) ÷ calls per reconcile — the limiter's QPS, "
                          "shared by all controllers of the process")
             evidence["api_qps_estimate"] = throttled_calls
-        elif "limiter" in reasons or "api_429" in reasons:
-            # throttled now (the client's limiter or the API server's 429s): what it gets
-            ok_calls = calls - (num(classes.get("429")) or 0.0)
-            api_ceiling = ok_calls / per_rec
-            basis_api = ("API calls/s the process gets while throttled ÷ calls per reconcile "
-                         "(shared by all controllers of the process)")
         else:
+            # the calls/s the process gets now are its demand's, not a ceiling's, unless it is
+            # held at the limit: no number (the limit's measure says what is known)
             api_ceiling, basis_api = None, None
         if api_ceiling is not None and (ceiling is None or api_ceiling < ceiling):
             ceiling, basis, scope = api_ceiling, basis_api, "process"
+    binding = contention_limit(reasons, evidence, ctx.c)
+    own = next((m for m in measured if m.limit == binding and m.ceiling_per_s is not None),
+               None)
+    if own is not None and (ceiling is None or basis == USL_PEAK_BASIS):
+        # the limit's own measure beats no ceiling and the fitted curve's extrapolated peak
+        # (already this queue's part of a process-wide ceiling)
+        ceiling, basis, scope = own.ceiling_per_s, own.basis, "queue"
     evidence["ceiling_reconciles_per_s"] = ceiling
     evidence["ceiling_basis"] = basis if ceiling is not None else NO_CEILING
     evidence["ceiling_scope"] = scope
-    binding = contention_limit(reasons, evidence, ctx.c)
     evidence["binding_limit"] = binding
     said = "; ".join(reasons.values())
     summary = (
@@ -241,6 +271,29 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
          "steps": [o.action for o in get(binding).options]},
         margin_conf(strength) + (0.05 if len(reasons) > 1 else 0.0), headline,
     )
+
+
+_INFLATION = frozenset({"usl", "duration_rise"})
+"""The reasons that only say the passes stretch with load (a shared resource fills up), not
+that it binds: alone, on a queue that keeps up with a measured ceiling above the demand's
+peaks, they are headroom, not contention."""
+
+USL_PEAK_BASIS = "USL peak throughput X(N*)"
+
+
+def _busy_max(ctx: Ctx) -> float | None:
+    """The most busy workers of the range's points."""
+    if ctx.h is None:
+        return None
+    busy = ctx.h.busy_workers[np.isfinite(ctx.h.busy_workers)]
+    return float(busy.max()) if busy.size else None
+
+
+def _keeps_up(ctx: Ctx, busy_max: float | None) -> bool:
+    """The queue never had every worker busy over the range (:attr:`AdvisorThresholds.
+    step_busy_share_min` of c): its items never waited for a worker a shared limit held."""
+    return busy_max is not None and ctx.c is not None \
+        and busy_max < ctx.th.step_busy_share_min * ctx.c
 
 
 def headline(evidence: Mapping[str, Any], recommendation: Mapping[str, Any]) -> str:

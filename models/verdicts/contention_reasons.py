@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from models.bindings.cpu import CPU_BUSY_SHARE_MIN, cpu_finding
+from models.bindings.client_limiter import LIMITER_HELD_SHARE
+from models.bindings.cpu import CPU_BUSY_SHARE_MIN, cores_available, cpu_finding, cpu_peaks
 from models.bindings.steps import step_ceiling
 from models.formatting import number_text, percent_text, sig
 from models.verdicts.context import Ctx, error_rate, least_squares, steady_points
@@ -243,24 +244,31 @@ def limiter_history(ctx: Ctx, proc: ProcessTotals) -> tuple[float, float | None]
         return None
     share = thr[ok] / busy[ok]
     sent = calls[ok] - np.nan_to_num(h.api_429_per_s[ok])
-    throttled = share >= ctx.th.limiter_share_min
+    held = share >= LIMITER_HELD_SHARE
     return (float(np.quantile(share, 0.9)),
-            float(sent[throttled].max()) if throttled.any() else None)
+            float(sent[held].max()) if held.any() else None)
 
 
 def cpu_reason(ctx: Ctx, proc: ProcessTotals, evidence: dict[str, Any], stretching: bool
                ) -> tuple[str, float, float | None] | None:
-    """The process's CPU binds (:func:`models.bindings.cpu.cpu_finding`): the reason in
-    words, its strength and the process's ceiling (passes/s, None without its throughput).
+    """The process's CPU binds (:func:`models.bindings.cpu.cpu_finding`, judged at the
+    range's peaks where the range has the CPU): the reason in words, its strength and the
+    process's ceiling (passes/s, None without its throughput).
     The CPU fields are read with ``getattr``: a signals object without them (a source that
     does not read them) has no CPU figures."""
     s = ctx.s
-    found = cpu_finding(num(getattr(s, "cpu_used_cores", None)),
-                        num(getattr(s, "cpu_gomaxprocs", None)),
-                        num(getattr(s, "cpu_limit_cores", None)),
+    gomaxprocs = num(getattr(s, "cpu_gomaxprocs", None))
+    limit = num(getattr(s, "cpu_limit_cores", None))
+    peaks = None
+    if ctx.h is not None:
+        x, px = num(s.throughput_per_s), proc.throughput_per_s
+        share = min(x / px, 1.0) if x is not None and px and x > 0 else 1.0
+        peaks = cpu_peaks(ctx.h.cpu_used_cores, ctx.h.throughput_per_s / share,
+                          cores_available(gomaxprocs, limit), int(ctx.th.min_history_points))
+    found = cpu_finding(num(getattr(s, "cpu_used_cores", None)), gomaxprocs, limit,
                         num(getattr(s, "cpu_throttled_share", None)),
                         num(getattr(s, "cpu_sched_latency_mean_s", None)),
-                        proc.throughput_per_s, stretching=stretching)
+                        proc.throughput_per_s, stretching=stretching, peaks=peaks)
     if found is None:
         return None
     evidence.update(cpu_cores_used=found.cores_used, cpu_cores_available=found.cores_available,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from models.bindings.measured import MeasuredCeiling
 from models.contention import UslFit
 from models.errors import ModelInputError
 from models.measurements import QueueSnapshot
@@ -73,6 +74,8 @@ class Ctx:
     problems: tuple[str, ...] = ()
     """The figures left out as impossible or implausible, one sentence each naming the queue
     (:mod:`models.verdicts.screen`)."""
+    ceilings: tuple[MeasuredCeiling, ...] | None = None
+    """Every limit's measured ceiling, once computed (:mod:`models.verdicts.ceilings`)."""
 
     def process_totals(self) -> ProcessTotals:
         """:attr:`process`, or this queue alone as its process."""

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from models.formatting import percent_text
+from models.bindings.headroom import headroom_text
+from models.bindings.registry import limits
+from models.formatting import percent_text, sig
+from models.verdicts.ceilings import queue_headroom
 from models.verdicts.context import Ctx
 from models.verdicts.inputs import CORE_FIELDS
 from models.verdicts.sizing import observed_wait_vs_slo, wait_p95_text
@@ -54,20 +57,26 @@ def healthy(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     rho = busy / ctx.c if busy is not None and ctx.c else None
     wait = num(s.queue_wait_p95_s)
     lam = ctx.lam
+    least = None
     if lam is not None and lam == 0:
         summary = "Idle: no adds in the window; nothing to size."
     else:
+        room = queue_headroom(ctx)
+        least = room[0] if room else None
         summary = (
             "Healthy: "
             + (f"utilization {percent_text(rho)}" if rho is not None else "utilization n/a")
             + (f", wait p95 {wait_p95_text(s, wait)} within the {fmt_s(ctx.slo_s)} SLO"
                if observed_wait_vs_slo(s, ctx.slo_s) == "within" else "")
-            + "; no contention, retry, hot-key or stuck-worker signs."
+            + "; no contention, retry, hot-key or stuck-worker signs"
+            + (f"; {headroom_text(least)}." if least is not None else ".")
         )
     return make_verdict(
         Kind.HEALTHY, "ok", summary,
         {"utilization": rho, "queue_wait_p95_s": wait, "arrival_rate_per_s": lam,
-         "workers": ctx.c, "rules_not_evaluated": dict(ctx.notes)},
+         "workers": ctx.c, "rules_not_evaluated": dict(ctx.notes),
+         "headroom_ratio": least.ratio if least is not None else None,
+         "headroom_limit": least.limit if least is not None else None},
         {"action": "none"},
         0.6 if ctx.notes else 0.8, healthy_headline,
     )
@@ -79,6 +88,10 @@ def insufficient_headline(evidence: Mapping[str, Any], recommendation: Mapping[s
 
 
 def healthy_headline(evidence: Mapping[str, Any], recommendation: Mapping[str, Any]) -> str:
+    ratio, limit = evidence.get("headroom_ratio"), evidence.get("headroom_limit")
+    if isinstance(ratio, float) and isinstance(limit, str) and limit in limits():
+        label = limits()[limit].label.split(" (")[0]
+        return f"Healthy: headroom {sig(ratio)}× to the {label}"
     return "Healthy: no change needed"
 
 

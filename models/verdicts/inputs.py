@@ -48,6 +48,7 @@ HISTORY_FIELDS: tuple[str, ...] = (
     "api_409_per_s",
     "api_429_per_s",
     "throttle_s_per_s",
+    "cpu_used_cores",
 )
 """The series of a :class:`QueueHistory`, each aligned with ``t_s``."""
 
@@ -59,7 +60,9 @@ class QueueHistory:
     Each array has the length of ``t_s``; NaN marks a point that was not measured (this is the
     only place NaN is allowed, and nothing computed from it reaches a verdict as NaN).
     ``depth`` is the mean depth over each point's window; ``api_409_per_s`` and
-    ``api_429_per_s`` are the process's conflict and throttled responses.
+    ``api_429_per_s`` are the process's conflict and throttled responses;
+    ``cpu_used_cores`` the process's CPU (``rate(process_cpu_seconds_total)``, summed over the
+    processes running the queue like the snapshot's).
     """
 
     t_s: FloatArray
@@ -78,6 +81,7 @@ class QueueHistory:
     api_409_per_s: FloatArray
     api_429_per_s: FloatArray
     throttle_s_per_s: FloatArray
+    cpu_used_cores: FloatArray
 
     def __post_init__(self) -> None:
         t = np.asarray(self.t_s, dtype=np.float64)

@@ -122,10 +122,11 @@ def test_api_throttled_is_contention_not_add_workers(at: float) -> None:
     v = next(v for v in verdicts if v.kind == "contention")
     assert v.recommendation["action"] == "do_not_add_workers"
     assert v.evidence["share_429"] > 0
-    ceiling = v.evidence["ceiling_reconciles_per_s"]
-    assert ceiling is not None
-    assert ceiling > 0
-    # API ceiling = API calls the process gets ÷ calls per reconcile (demo: 5 per reconcile).
+    # The demo's limiter never holds the process at a QPS (at most a third of its busy time
+    # in the limiter) and its API server is not scraped: the calls it gets through are its
+    # demand's, so no ceiling is stated (issue 35: "what the queue completes now" was one).
+    assert v.evidence["ceiling_reconciles_per_s"] is None
+    assert v.evidence["ceiling_basis"].startswith("none measured here")
     assert v.evidence["api_calls_per_reconcile"] == pytest.approx(5.0, rel=0.02)
 
 

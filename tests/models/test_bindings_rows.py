@@ -24,13 +24,19 @@ def test_a_gauge_at_half_a_worker_is_no_worker_count() -> None:
 
 def test_the_rows_ceiling_is_never_below_what_the_queue_does_now() -> None:
     ev = {"ceiling_reconciles_per_s": 10.2, "ceiling_scope": "queue"}
-    low = limit_sizing("client_limiter", SIZING, ev, None, None, 11.42)
-    assert low.inputs.ceiling_per_s == pytest.approx(11.42)
+    # within 10 %: a saturated limit measured at its throughput, raised to it
+    low = limit_sizing("client_limiter", SIZING, ev, None, None, 10.9)
+    assert low.inputs.ceiling_per_s == pytest.approx(10.9)
     assert "raised to what the queue does now" in low.basis
     (table,) = whatif_tables([low.inputs])
-    assert table.throughput_per_s.max() <= 11.42 + 1e-9
+    assert table.throughput_per_s.max() <= 10.9 + 1e-9
     kept = limit_sizing("client_limiter", SIZING, ev, None, None, 9.0)
     assert kept.inputs.ceiling_per_s == pytest.approx(10.2)
+    # beyond it the estimate is wrong: no ceiling in the rows, and the reason
+    wrong = limit_sizing("client_limiter", SIZING, ev, None, None, 11.42)
+    assert wrong.inputs.ceiling_per_s is None
+    assert wrong.ceiling_per_s is None
+    assert "below what the queue completes now" in wrong.basis
 
 
 def test_a_process_ceiling_leaves_the_queue_what_the_others_do_not_use() -> None:

@@ -273,7 +273,14 @@ def test_check_change_to_too_few_workers_predicts_saturation() -> None:
 
 
 def test_check_change_needs_enough_points_before_and_waits_for_the_after() -> None:
-    assert check_change(_history(2, 3, 3.0, 0.5, n=CHANGE_MIN_POINTS - 1)) is None
+    # too few points before: never silent — the check says there is no plan from before,
+    # what the after side measured, and how much further back a range must reach
+    early = check_change(_history(2, 3, 3.0, 0.5, n=CHANGE_MIN_POINTS - 2))
+    assert early is not None
+    assert early.status == "before_too_short"
+    assert early.predicted_throughput_per_s is None
+    assert early.observed_throughput_per_s == pytest.approx(3.0)
+    assert early.range_more_s == pytest.approx(2 * 60.0)
     assert check_change(None) is None
     assert check_change(_history(2, 2, 3.0, 0.5)) is None  # no change
     short = check_change(_history(2, 3, 3.0, 0.5, n_after=2))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,7 +44,8 @@ def assert_same_range(got: RangeData, want: RangeData, *, rtol: float = 1e-9,
 def assert_close(got: Any, want: Any, where: str = "", abs_tol: float = 1e-12,
                  rel_tol: float = 1e-9) -> None:
     """Equal, floats to ``rel_tol`` relative or ``abs_tol`` (NaN equal to NaN), through
-    dataclasses, mappings and sequences (ints, strings and verdict kinds exactly)."""
+    dataclasses, mappings and sequences (ints and verdict kinds exactly; strings word for word,
+    a number in them to one unit of its last shown digit: :func:`_same_words`)."""
     if dataclasses.is_dataclass(want) and not isinstance(want, type):
         assert type(got) is type(want), where
         for f in dataclasses.fields(want):
@@ -68,5 +70,30 @@ def assert_close(got: Any, want: Any, where: str = "", abs_tol: float = 1e-12,
             assert math.isnan(got), where
         else:
             assert got == pytest.approx(want, rel=rel_tol, abs=abs_tol), where
+    elif isinstance(want, str):
+        assert isinstance(got, str), where
+        assert _same_words(got, want), (where, got, want)
     else:
         assert got == want, where
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _same_words(got: str, want: str) -> bool:
+    """The same text, each number in it within one unit of its last shown digit: a value
+    that sits on a rounding boundary (a median of exactly 0.3675 s, read as 0.36750000000002
+    one way and 0.36749999999998 the other) is shown '0.368' or '0.367', and nothing else may
+    differ."""
+    if got == want:
+        return True
+    words_got, words_want = _NUMBER.split(got), _NUMBER.split(want)
+    nums_got, nums_want = _NUMBER.findall(got), _NUMBER.findall(want)
+    if words_got != words_want or len(nums_got) != len(nums_want):
+        return False
+    for g, w in zip(nums_got, nums_want, strict=True):
+        digits = len(w.partition(".")[2])
+        if len(g.partition(".")[2]) != digits or \
+                abs(float(g) - float(w)) > 1.000001 * 10.0 ** -digits:
+            return False
+    return True
