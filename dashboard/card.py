@@ -99,21 +99,28 @@ def _change_panel(change: ChangeCheck) -> html.Div:
                     if change.demand_after_per_s is not None else
                     "at the demand before (none measured after it yet)")
     notes = change_notes(asdict(change))
+    if change.predicted_throughput_per_s is None:
+        lead = (f"At {_utc(change.at)} the worker count changed {change.workers_before} → "
+                f"{change.workers_after}. There is no plan from before it to check (too few "
+                "clean points before the change); the steady points after it measured:")
+    else:
+        lead = (f"At {_utc(change.at)} the worker count changed {change.workers_before} → "
+                f"{change.workers_after}. From the points before it (demand "
+                f"{rate_text(change.demand_before_per_s)}, mean work time "
+                f"{change_wait_text(change.service_mean_before_s)}), the model predicted the "
+                f"new count {demand_after}; the steady points after it measured:")
     return html.Div([
         html.H3("Check the change"),
-        html.P(f"At {_utc(change.at)} the worker count changed {change.workers_before} → "
-               f"{change.workers_after}. From the points before it (demand "
-               f"{rate_text(change.demand_before_per_s)}, mean work time "
-               f"{change_wait_text(change.service_mean_before_s)}), the model predicted the "
-               f"new count {demand_after}; the steady points after it measured:",
-               className="ql-note"),
+        html.P(lead, className="ql-note"),
         html.Table([
             html.Thead(html.Tr([html.Th(""), html.Th("predicted"), html.Th("measured")])),
             html.Tbody([
-                row("throughput", rate_text(change.predicted_throughput_per_s),
+                row("throughput", rate_text(change.predicted_throughput_per_s)
+                    if change.predicted_throughput_per_s is not None else "—",
                     rate_text(change.observed_throughput_per_s)),
-                row("mean queue wait", change_wait_text(change.predicted_wait_mean_s,
-                                                        "unstable"),
+                row("mean queue wait", change_wait_text(
+                    change.predicted_wait_mean_s,
+                    "unstable" if change.predicted_throughput_per_s is not None else "—"),
                     change_wait_text(change.observed_wait_mean_s)),
             ]),
         ], className="ql-evidence"),

@@ -22,6 +22,9 @@ no count recommended, NaN) has no sample — never 0:
 * ``queuelens_plan_service_mean_seconds``: the mean work time the plan sized with;
 * ``queuelens_plan_confidence_ratio``: the verdict's confidence, 0–1;
 * ``queuelens_plan_severity``: the verdict's severity as a level (:data:`SEVERITY_LEVEL`);
+* ``queuelens_plan_headroom_ratio``: labelled ``limit``, one sample per limit with a measured
+  ceiling — ceiling ÷ the design demand (under 1: the demand's peaks are over it;
+  :mod:`models.bindings.headroom`), so ``min by (queue)`` is a queue's headroom;
 * ``queuelens_plan_verdict_info``: 1, labelled ``kind``, ``severity``, ``binding_limit`` and
   ``rule`` (which rule chose the count).
 
@@ -218,6 +221,17 @@ class PlanCollector(Collector):
                 if number is not None:
                     family.add_metric(identity(qa), number)
             yield family
+        room = GaugeMetricFamily(
+            "queuelens_plan_headroom_ratio",
+            "How far the demand can grow before the limit binds: its measured ceiling divided "
+            "by the design demand (under 1: the demand's peaks are over it).",
+            labels=[*names, "limit"])
+        for qa, plan in planned:
+            for h in plan.headroom:
+                number = _number(h.ratio)
+                if number is not None:
+                    room.add_metric([*identity(qa), h.limit], number)
+        yield room
         info = InfoMetricFamily(
             "queuelens_plan_verdict",
             "The plan's verdict: kind, severity, binding limit and the rule that chose the "

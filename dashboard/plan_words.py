@@ -20,8 +20,9 @@ from models.change import CHANGE_MIN_POINTS
 from models.formatting import percent_text
 
 __all__ = ["BINDING_LABELS", "binding_label", "change_notes", "change_text",
-           "change_wait_text", "confidence_text", "evidence_label", "evidence_value",
-           "plan_cells", "plan_facts", "rate_text", "workers_text"]
+           "change_wait_text", "confidence_text", "demand_text", "evidence_label",
+           "evidence_value", "headroom_cell", "headroom_words", "plan_cells", "plan_facts",
+           "rate_text", "workers_text"]
 
 BINDING_LABELS: Mapping[str, str] = MappingProxyType(
     {name: lim.label for name, lim in limits().items()})
@@ -53,13 +54,40 @@ def confidence_text(confidence: float | None) -> str:
     return "—" if confidence is None else percent_text(confidence)
 
 
+def headroom_cell(plan: Mapping[str, Any]) -> str:
+    """The least headroom of a plan's payload in a cell (:func:`headroom_words`)."""
+    return headroom_words(plan.get("headroom_ratio"), plan.get("headroom_limit"))
+
+
+def headroom_words(ratio: Any, limit: str | None) -> str:
+    """The least headroom in a cell: '2.36× shared resource', '0.94× CPU'; 'binds: hot key'
+    for a binding limit whose ceiling is not measured; '—' without one
+    (:mod:`models.bindings.headroom`)."""
+    if limit is None:
+        return "—"
+    name = binding_label(str(limit)).split(" (")[0]
+    if not isinstance(ratio, int | float) or not math.isfinite(ratio):
+        return f"binds: {name}"  # its ceiling is not measured (the plan's headroom_text)
+    return f"{sig(float(ratio))}× {name}"
+
+
+def demand_text(plan: Mapping[str, Any]) -> str:
+    """The design demand: '15.1/s', or '≥ 38.3/s' when it is a lower bound (the queue was
+    saturated: client-go coalesces the adds of keys already waiting)."""
+    text = rate_text(plan.get("demand_per_s"))
+    return f"≥ {text}" if plan.get("demand_lower_bound") and plan.get("demand_per_s") \
+        is not None else text
+
+
 def plan_cells(plan: Mapping[str, Any]) -> dict[str, str]:
-    """The table cells of one plan: verdict, workers, binding, demand, confidence, tags."""
+    """The table cells of one plan: verdict, workers, binding, headroom, demand, confidence,
+    tags."""
     return {
         "verdict": str(plan.get("headline", "")),
         "workers": workers_text(plan),
         "binding": binding_label(plan.get("binding_limit")),
-        "demand": rate_text(plan.get("demand_per_s")),
+        "headroom": headroom_cell(plan),
+        "demand": demand_text(plan),
         "confidence": confidence_text(plan.get("confidence")),
         "tags": " ".join(str(t) for t in plan.get("tags", ())),
     }
@@ -67,7 +95,8 @@ def plan_cells(plan: Mapping[str, Any]) -> dict[str, str]:
 
 def plan_facts(plan: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(label, value, note) lines of a plan, for the card and the reports: the worker count
-    and its rule, the binding limit and its ceiling, the design demand, the confidence."""
+    and its rule, the binding limit and its ceiling, the least headroom, the design demand
+    (a lower bound when the queue was saturated), the confidence."""
     ceiling = plan.get("ceiling_per_s")
     basis = plan.get("ceiling_basis")
     limit_note = str(plan.get("binding_text", ""))
@@ -75,13 +104,19 @@ def plan_facts(plan: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         limit_note += f"; ceiling {rate_text(ceiling)}" + (f" ({basis})" if basis else "")
     elif str(plan.get("rows_basis", "")).startswith("no ceiling"):
         limit_note += f"; {plan['rows_basis']}"
-    return [
+    demand_note = f"demand now {rate_text(plan.get('demand_now_per_s'))}"
+    if plan.get("demand_lower_bound"):
+        demand_note += ("; a lower bound: the queue was saturated, and client-go counts an add "
+                        "only when the key is not already waiting")
+    facts = [
         ("workers", workers_text(plan), str(plan.get("rule_text", ""))),
         ("binding limit", binding_label(plan.get("binding_limit")), limit_note),
-        ("design demand", rate_text(plan.get("demand_per_s")),
-         f"demand now {rate_text(plan.get('demand_now_per_s'))}"),
-        ("confidence", confidence_text(plan.get("confidence")), ""),
     ]
+    if plan.get("headroom_text"):
+        facts.append(("headroom", headroom_cell(plan), str(plan["headroom_text"])))
+    return [*facts,
+            ("design demand", demand_text(plan), demand_note),
+            ("confidence", confidence_text(plan.get("confidence")), "")]
 
 
 def change_text(change: Mapping[str, Any] | None) -> str:
@@ -90,6 +125,12 @@ def change_text(change: Mapping[str, Any] | None) -> str:
     cannot tell yet (:func:`change_notes`)."""
     if not change:
         return ""
+    if change.get("predicted_throughput_per_s") is None:
+        return " ".join([
+            f"The worker count changed {change['workers_before']} → "
+            f"{change['workers_after']}: there is no plan from before it to check; measured "
+            f"after: {rate_text(change.get('observed_throughput_per_s'))} and "
+            f"{change_wait_text(change.get('observed_wait_mean_s'))}.", *change_notes(change)])
     return " ".join([
         f"The worker count changed {change['workers_before']} → {change['workers_after']}:"
         f" the plan from the data before it predicted "
@@ -132,7 +173,15 @@ def change_notes(change: Mapping[str, Any]) -> list[str]:
                      f"point{'s' if drained != 1 else ''} over "
                      f"{number_text(change.get('drain_s'), 's')} after it, left out of the "
                      "measured figures.")
-    if status != "checked":
+    if status == "before_too_short":
+        more = change.get("range_more_s")
+        notes.append(
+            f"Too few clean points before the change ({before} of {CHANGE_MIN_POINTS}) for a "
+            "plan from before it: "
+            + (f"a range starting about {number_text(more, 's')} earlier would hold them."
+               if more is not None else
+               "the count before it ran too briefly (between two changes) to measure."))
+    elif status != "checked":
         c = change.get("workers_after")
         more = change.get("wait_more_s")
         when = (f" — about {number_text(more, 's')} more" if more is not None else

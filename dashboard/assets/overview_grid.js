@@ -29,4 +29,18 @@
     }
     return String(valueA).localeCompare(String(valueB));
   };
+
+  /* The headroom column sorts by the ratio (row.headroom_ratio: 0 where the binding limit's
+     ceiling is not measured, it binds), the queues nearest a limit first; a queue without a
+     measured limit last in either direction's ascending order. */
+  functions.byHeadroom = function (valueA, valueB, nodeA, nodeB) {
+    var a = nodeA && nodeA.data ? nodeA.data.headroom_ratio : null;
+    var b = nodeB && nodeB.data ? nodeB.data.headroom_ratio : null;
+    var ka = typeof a === "number" ? a : Infinity;
+    var kb = typeof b === "number" ? b : Infinity;
+    if (ka !== kb) {
+      return ka < kb ? -1 : 1;
+    }
+    return String(valueA).localeCompare(String(valueB));
+  };
 })();

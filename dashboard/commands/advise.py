@@ -10,7 +10,8 @@ Reads one snapshot (rates over ``--window``) and one range (``--range`` of histo
 per max(range/120, 15 s)) for all queues, runs the advisor on each queue and builds its
 capacity plan (:mod:`models.plan`): the same plan the dashboard and the reports show.
 The table has one line per queue: the severity of its first verdict, the verdict in words,
-the worker count now → recommended, the binding limit, the design demand and the confidence;
+the worker count now → recommended, the binding limit, the least headroom (how far the demand
+can grow before a limit binds), the design demand and the confidence;
 on a terminal (or with ``$COLUMNS``) it fits the width, cutting the widest text column with
 an ellipsis (never a number). CSV: the table's columns, every text cell guarded against
 spreadsheet formulas (:func:`dashboard.cliutil.format_csv`). YAML: the JSON's fields. JSON:
@@ -37,11 +38,14 @@ from dashboard.cliutil import (
     utc_text,
 )
 
-TABLE_COLUMNS = ("queue", "severity", "verdict", "workers", "binding", "demand", "confidence",
+TABLE_COLUMNS = ("queue", "severity", "verdict", "workers", "headroom", "demand", "confidence",
                  "tags")
-FIT_COLUMNS = ("verdict", "queue", "tags", "binding")
-"""The text columns a table narrower than its terminal cuts (widest first); the numbers
-(workers, demand, confidence) and the severity word never."""
+"""The headroom cell names the limit nearest to binding ('1.13× workers', 'binds: hot key'): the
+binding limit of the JSON's plan, with how far the demand can grow before it binds."""
+FIT_COLUMNS = ("verdict", "queue", "tags", "headroom")
+"""The text columns a table narrower than its terminal cuts (widest first; the headroom's
+number leads its cell, so a cut keeps it); the workers, demand, confidence and the severity
+word never."""
 
 
 def register(subparsers: Any) -> None:

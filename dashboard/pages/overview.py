@@ -66,7 +66,7 @@ from dashboard.advice import (
 from dashboard.context import AppContext, clientside_callback, register_page
 from dashboard.figures import SPARK_BLOCKS, spark_log_top, sparklines_text
 from dashboard.numbers import sig, snapshot_quantile_text
-from dashboard.plan_words import binding_label, workers_text
+from dashboard.plan_words import binding_label, headroom_words, workers_text
 from dashboard.streaming import ColdStart, Progress, StreamSettings
 from models.advisor import SEVERITIES
 from models.errors import ModelInputError
@@ -207,13 +207,19 @@ def fleet_advice(snapshot: Snapshot, data: RangeData | None,
     return advice
 
 
+NO_HEADROOM = "no limit's ceiling was measured for this queue"
+"""The headroom cell's tip where the plan has none."""
+
+
 def _plan_cells(qa: QueueAdvice | None) -> dict[str, Any]:
     """The capacity plan's cells of a row: the same words as every other surface."""
     plan = qa.plan if qa is not None else None
     if plan is None:
         return {"workers_advice": "—", "workers_advised": None, "binding_limit": None,
-                "binding": "", "binding_text": "", "demand_per_s": None, "headline": ""}
+                "binding": "", "binding_text": "", "demand_per_s": None, "headline": "",
+                "headroom": "—", "headroom_ratio": None, "headroom_tip": NO_HEADROOM}
     counts = {"workers_now": plan.workers_now, "recommended_workers": plan.recommended_workers}
+    ratio = _num(plan.least_headroom.ratio) if plan.least_headroom else None
     return {
         "workers_advice": workers_text(counts),
         "workers_advised": plan.recommended_workers,
@@ -222,6 +228,12 @@ def _plan_cells(qa: QueueAdvice | None) -> dict[str, Any]:
         "binding_text": plan.binding_text,
         "demand_per_s": _num(plan.demand_per_s),
         "headline": plan.headline,
+        "headroom": headroom_words(ratio, plan.headroom_limit),
+        # the sort key: a binding limit without a measured ceiling first (it binds), then
+        # the least headroom; none last (the grid's comparator, byHeadroom)
+        "headroom_ratio": 0.0 if plan.headroom_limit is not None and ratio is None else ratio,
+        "headroom_tip": " ".join(t for t in (plan.headroom_text or NO_HEADROOM,
+                                             f"Binding now: {plan.binding_text}.") if t),
     }
 
 
@@ -586,7 +598,7 @@ def column_defs(range_s: float = SPARK_RANGE_S) -> list[dict[str, Any]]:
     # pinned (stays in view if a narrow window scrolls): pinned columns do not flex
     queue.update(cellRenderer="QueueLink", pinned="left", lockPinned=True, width=QUEUE_WIDTH,
                  flex=None, tooltipField="queue_name")
-    verdict = _text("status", "verdict", 132,
+    verdict = _text("status", "verdict", 130,
                     "the advisor's verdicts, most important first; the colour is the first "
                     "verdict's severity (critical, warning, info, ok). Hover a cell for the "
                     "verdict in words; the queue page has the evidence")
@@ -602,9 +614,14 @@ def column_defs(range_s: float = SPARK_RANGE_S) -> list[dict[str, Any]]:
     workers = _text("workers_advice", "plan c", 60,
                     "the capacity plan's worker count: now → recommended (one number: keep it)")
     workers.update(floatingFilter=False, filter=False, cellStyle={"textAlign": "right"})
-    limit = _text("binding", "limit", 86, "what limits the queue's throughput (the binding "
-                  "limit of the capacity plan); hover a cell for the explanation")
-    limit.update(tooltipField="binding_text", wrapText=True, autoHeight=True)
+    limit = _text("headroom", "headroom", 88,
+                  "how far the demand can grow before the nearest limit binds, and which "
+                  "(its measured ceiling ÷ the design demand; under 1× its peaks are over "
+                  "it; 'binds' where the binding limit's ceiling is not measured). Sorted "
+                  "ascending: the queues nearest a limit first; hover a cell for the "
+                  "ceiling and what binds now")
+    limit.update(tooltipField="headroom_tip", wrapText=True, autoHeight=True,
+                 comparator={"function": "byHeadroom"})
     spark = _text("sparkline", f"last {describe_duration(range_s)} (log)", 172,
                   f"queue depth over the last {describe_duration(range_s)}, on ONE "
                   f"logarithmic scale shared by all queues: the lowest block is ≤ "

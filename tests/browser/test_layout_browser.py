@@ -174,8 +174,8 @@ def test_the_grid_keeps_its_sort_and_filter_in_the_address(browser: Browser) -> 
     browser.open("/")
     all_names = set(DemoSource(seed=0).queue_names)
     browser.wait_for(lambda: set(names()) == all_names, what="every queue in the grid")
-    header("binding").click()  # ascending by the binding limit
-    browser.wait_for(lambda: "sort=binding%3Aasc" in browser.driver.current_url,
+    header("headroom").click()  # ascending by the headroom: the queues nearest a limit first
+    browser.wait_for(lambda: "sort=headroom%3Aasc" in browser.driver.current_url,
                      what="the sort in the address")
     box = browser.driver.find_element(
         By.CSS_SELECTOR, '#overview-table .ag-floating-filter[aria-colindex="1"] input')

@@ -87,7 +87,7 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
     # the settings every surface states, then one line per queue from its plan
     assert lines[0].endswith(": last 2 h (a point every 60 s), rates over 5 min, "
                              "p95 wait ≤ 1 s; demo")
-    assert lines[1].split() == ["queue", "severity", "verdict", "workers", "binding", "demand",
+    assert lines[1].split() == ["queue", "severity", "verdict", "workers", "headroom", "demand",
                                 "confidence", "tags"]
     secret = next(line for line in lines if line.startswith("secret"))
     assert "Fewer workers would do: 20 → 2" in secret

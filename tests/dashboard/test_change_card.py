@@ -80,3 +80,24 @@ def test_the_panel_says_what_a_too_short_after_cannot_tell_yet() -> None:
     assert ("Too early to check: only 3 steady points after the change (6 needed), so the "
             "steady throughput and wait at 4 workers cannot be told yet — about 3 min more."
             ) in texts
+
+
+def test_a_change_early_in_the_range_is_never_silent() -> None:
+    # 2 → 4 workers 3 points into the range (issue 35: a step 150 s into a 280-s range gave
+    # no block at all): no plan from before, what the after side measured, and how far back
+    n_before, n_after = 3, 12
+    n = n_before + n_after
+    h = QueueHistory.from_columns(
+        np.arange(n, dtype=float) * 15.0, arrival_rate_per_s=np.full(n, 12.0),
+        throughput_per_s=np.full(n, 12.0), service_mean_s=np.full(n, 0.2),
+        workers=np.array([2.0] * n_before + [4.0] * n_after),
+        queue_wait_mean_s=np.full(n, 0.01))
+    change = check_change(h)
+    assert change is not None
+    assert change.status == "before_too_short"
+    texts = component_texts(card._change_panel(change))
+    assert "Check the change" in texts
+    assert any("no plan from before it to check" in t for t in texts)
+    assert ("Too few clean points before the change (3 of 6) for a plan from before it: a "
+            "range starting about 45 s earlier would hold them.") in texts
+    assert "12/s" in texts  # what the after side measured

@@ -33,9 +33,9 @@ def test_what_the_grid_could_not_have_written_is_dropped() -> None:
                     "workers": {"filterType": "number", "type": "greaterThan",
                                 "filter": "3; drop"},
                     "status": {"filterType": "text", "type": "eval", "filter": "x"},
-                    "binding": {"filterType": "text", "type": "contains", "filter": "api"}}))
+                    "headroom": {"filterType": "text", "type": "contains", "filter": "api"}}))
     assert state.sort == (("status", "asc"),)  # one key per column, the first
-    assert set(state.filters) == {"binding"}
+    assert set(state.filters) == {"headroom"}
     assert state.note.startswith("Not applied from the address: the sort 'status:up'")
     assert "the filter on 'workers'" in state.note
     assert overview.parse_grid_state("x" * 5000, "{").note.count("Not applied") == 1

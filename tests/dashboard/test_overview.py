@@ -17,7 +17,7 @@ from collectors.errors import PrometheusUnreachable
 from dashboard.context import AppContext
 from dashboard.numbers import snapshot_quantile_text
 from dashboard.pages import overview
-from dashboard.plan_words import binding_label, workers_text
+from dashboard.plan_words import binding_label, headroom_cell, workers_text
 from models import fleet as fl
 from models.measurements import QueueSnapshot, Snapshot
 
@@ -71,6 +71,10 @@ def test_rows_carry_the_capacity_plan_in_the_same_words_as_every_surface() -> No
         assert row["workers_advised"] == plan.recommended_workers
         assert row["binding_limit"] == plan.binding_limit
         assert row["binding"] == binding_label(plan.binding_limit)
+        # the same headroom cell as advise's table (its sort key: 0 where the limit binds
+        # without a measured ceiling)
+        assert row["headroom"] == headroom_cell(plan.payload())
+        assert (row["headroom_ratio"] is None) == (plan.headroom_limit is None)
         assert row["workers_advice"] == workers_text(
             {"workers_now": plan.workers_now, "recommended_workers": plan.recommended_workers})
         assert row["verdict_summary"] == plan.headline
