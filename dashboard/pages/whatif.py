@@ -20,8 +20,11 @@ shows the simulated waits beside the formula's.
 
 ``#whatif-advice`` shows the plan's headline and recommended count for the selected queue
 (:func:`advisor_mark`), drawn on the three charts as a dashed purple line, beside the sweep's
-own dotted green recommendation for the typed inputs (the same count when the inputs are the
-plan's).
+own dotted green recommendation for the typed inputs. While the inputs are the ones the page
+prefilled, the sweep computes with the plan's exact inputs (the fields show three digits) and
+recommends the plan's count, whatever rule chose it (:class:`PlanAnchor`: one answer on every
+surface); a typed input makes it a what-if, the sweep's own answer, never below the advisor's
+floor of a change to fewer workers (:func:`floored`).
 State in the address (issue 21): every input of the page has a query parameter
 (:data:`URL_FIELDS`: ``/whatif?queue=replicaset&lambda=12&service=0.25&slo=1&workers=1-16``
 ...). A link with them opens the page on them — they win over the measured prefill, each
@@ -36,6 +39,7 @@ Tests call :func:`measured_inputs`, :func:`parse_params`, :func:`whatif_view` an
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -59,7 +63,7 @@ from models.measurements import QueueSnapshot
 from models.plan import CapacityPlan
 from models.settings import AnalysisSettings
 from models.simulate import simulate
-from models.whatif import WhatIfInputs, WhatIfResult, whatif_sweep
+from models.whatif import Recommendation, WhatIfInputs, WhatIfResult, whatif_sweep
 
 PATH = "/whatif"
 UTILIZATION_TARGET = AnalysisSettings().thresholds.util_target
@@ -94,6 +98,78 @@ class Measured:
     ceiling: tuple[float, float] | None = None
     """(X* items/s, cv²) of the plan's binding limit, when its rows obey a ceiling; the work
     time is then the pass time without waiting for the shared resource."""
+    plan: PlanAnchor | None = None
+    """The plan these inputs are (its count and its exact inputs), for :func:`whatif_view`."""
+
+
+@dataclass(frozen=True)
+class PlanAnchor:
+    """The capacity plan behind a prefill: its recommended count and rule, and the exact
+    inputs it sized with. While the page's inputs are the ones it prefilled (each as
+    :func:`~models.formatting.shown_value` writes it, multipliers 1), the sweep computes with
+    these exact values and recommends the plan's count — the same answer as every other
+    surface, whatever rule chose it (the SLO, the utilization cap, the floor of
+    ``min_workers``, "keep" where the limit is not the worker count). Typed inputs make it a
+    what-if: the sweep's own answer."""
+
+    workers: int | None
+    rule_text: str
+    arrival_rate_per_s: float
+    service_mean_s: float
+    contention: str
+    sigma: float | None = None
+    kappa: float | None = None
+    ceiling_per_s: float | None = None
+    ceiling_cv2: float = 1.0
+
+    def payload(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_payload(cls, data: object) -> PlanAnchor | None:
+        """The anchor the page's store holds; None for anything else."""
+        if not isinstance(data, Mapping):
+            return None
+        try:
+            anchor = cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
+        except (KeyError, TypeError):
+            return None
+        ok = isinstance(anchor.arrival_rate_per_s, int | float) and \
+            isinstance(anchor.service_mean_s, int | float) and \
+            (anchor.workers is None or isinstance(anchor.workers, int))
+        return anchor if ok else None
+
+    def exact(self, params: WhatIfParams) -> WhatIfParams | None:
+        """``params`` with the plan's exact inputs when they are the prefilled ones (each
+        equal to what the field was filled with, the multipliers 1); else None."""
+        inp = params.inputs
+
+        def shown(exact: float | None, typed: float | None) -> bool:
+            if exact is None or typed is None:
+                return exact is None and typed is None
+            return math.isclose(shown_value(exact), typed, rel_tol=1e-9, abs_tol=1e-15)
+
+        if params.arrival_multiplier != 1 or params.service_multiplier != 1:
+            return None
+        if not (shown(self.arrival_rate_per_s, inp.arrival_rate_per_s)
+                and shown(self.service_mean_s, inp.service_mean_s)):
+            return None
+        if self.contention == "usl":
+            same = shown(self.sigma, inp.sigma) and shown(self.kappa, inp.kappa) \
+                and inp.ceiling_per_s is None
+        elif self.contention == "ceiling":
+            same = shown(self.ceiling_per_s, inp.ceiling_per_s) and inp.sigma is None \
+                and inp.ceiling_cv2 == self.ceiling_cv2
+        else:
+            same = inp.sigma is None and inp.ceiling_per_s is None
+        if not same:
+            return None
+        return replace(params, inputs=replace(
+            inp, arrival_rate_per_s=self.arrival_rate_per_s,
+            service_mean_s=self.service_mean_s,
+            sigma=self.sigma if self.contention == "usl" else None,
+            kappa=self.kappa if self.contention == "usl" else None,
+            ceiling_per_s=self.ceiling_per_s if self.contention == "ceiling" else None))
 
 
 def queue_plan(source: Source, queue: str, now: float, settings: AnalysisSettings
@@ -156,7 +232,16 @@ def measured_inputs(source: Source | None, queue: str | None, now: float,
     elif ceiling is None:
         notes.append("No contention fit passed the advisor's gate for this queue: type σ and "
                      "κ to model contention, or leave it off.")
-    return Measured(lam, service, 1.0, q.workers, contention, tuple(notes), ceiling)
+    anchor = None
+    if lam is not None and service is not None:
+        mode = "ceiling" if ceiling is not None else "usl" if contention is not None else "none"
+        anchor = PlanAnchor(
+            plan.recommended_workers, plan.rule_text, lam, service, mode,
+            contention[0] if contention is not None else None,
+            contention[1] if contention is not None else None,
+            ceiling[0] if ceiling is not None else None,
+            ceiling[1] if ceiling is not None else 1.0)
+    return Measured(lam, service, 1.0, q.workers, contention, tuple(notes), ceiling, anchor)
 
 
 _FIELD = {"arrival rate": "arrival_rate_per_s", "work time": "service_mean_s"}
@@ -241,13 +326,25 @@ def _empty_view(error: str) -> WhatIfView:
 
 
 def whatif_view(params: WhatIfParams, current_workers: float | None = None,
-                advised_workers: int | None = None) -> WhatIfView:
+                advised_workers: int | None = None, plan: PlanAnchor | None = None,
+                floor_workers: float | None = None) -> WhatIfView:
     """The sweep's three charts and the recommendation sentence; ``advised_workers`` (the
-    advisor's recommendation for the measured queue) is marked on each chart."""
+    advisor's recommendation for the measured queue) is marked on each chart. With the
+    inputs ``plan`` prefilled, the sweep is the plan's (its exact inputs, its count:
+    :class:`PlanAnchor`); else the sweep's own, never fewer than ``floor_workers`` (the
+    advisor's ``min_workers``) below the current count."""
+    anchored = plan.exact(params) if plan is not None else None
+    if anchored is not None:
+        params = anchored
     try:
         result = whatif_sweep(params.inputs)
     except ModelInputError as exc:
         return _empty_view(str(exc))
+    if anchored is not None and plan is not None:
+        result = replace(result, recommendation=plan_recommendation(plan, result))
+    else:
+        result = replace(result, recommendation=floored(result, current_workers,
+                                                        floor_workers))
     inp = params.inputs
     rows = result.rows
     rec = result.recommendation.workers
@@ -316,6 +413,34 @@ def render_advisor(mark: AdvisorMark) -> Any:
     if len(mark.kinds) > 1:
         parts.append(html.P("All verdicts: " + ", ".join(mark.kinds), className="ql-note"))
     return parts
+
+
+def plan_recommendation(plan: PlanAnchor, result: WhatIfResult) -> Recommendation:
+    """The plan's count, with the sweep's own pick beside it where they differ (the plan
+    keeps a count whose limit is not the workers, or keeps a floor)."""
+    own = result.recommendation.workers
+    reason = f"the capacity plan's count: {plan.rule_text}"
+    if own != plan.workers:
+        reason += (f" (the sweep alone would pick {own}: {result.recommendation.reason})"
+                   if own is not None else
+                   f" (no count of the sweep alone: {result.recommendation.reason})")
+    return Recommendation(plan.workers, reason)
+
+
+def floored(result: WhatIfResult, current_workers: float | None,
+            floor_workers: float | None) -> Recommendation:
+    """The sweep's recommendation, raised to min(``floor_workers``, the current count) when
+    it is fewer: the plan's floor of a "fewer workers" change (``min_workers``: one worker is
+    no redundancy against a stuck pass)."""
+    rec = result.recommendation
+    now = worker_count(current_workers)
+    if rec.workers is None or floor_workers is None or now is None:
+        return rec
+    floor = min(int(floor_workers), now)
+    if rec.workers >= floor:
+        return rec
+    return Recommendation(floor, f"{rec.reason}; kept at {floor}, the advisor's floor "
+                                 f"(min_workers) for fewer workers")
 
 
 def recommendation_text(params: WhatIfParams, result: WhatIfResult,
@@ -612,6 +737,7 @@ def make_layout(ctx: AppContext) -> Callable[..., html.Div]:
                 ),
                 dcc.Store(id="whatif-current-workers"),
                 dcc.Store(id="whatif-advisor"),
+                dcc.Store(id="whatif-plan"),  # the plan the prefill is (PlanAnchor)
                 # what the address set, until the first prefill has kept it (_load)
                 dcc.Store(id="whatif-address-inputs", data=pending),
                 dcc.Store(id="whatif-address"),  # the query string the last sweep wrote
@@ -666,8 +792,9 @@ def prefill(measured: Measured) -> tuple[Any, ...]:
         workers = [WORKERS_MIN, hi]
     notes = [html.Li(n) for n in measured.notes]
     cv2: Any = nu if measured.arrival_rate_per_s is None else measured.service_cv2
+    anchor = measured.plan.payload() if measured.plan is not None else None
     return (lam, s, cv2, contention, sigma, kappa, workers, measured.workers, notes, ceiling,
-            ceiling_cv2)
+            ceiling_cv2, anchor)
 
 
 _SWEEP_STATE = (
@@ -812,7 +939,7 @@ def address_query(queue: str | None, values: Sequence[object]) -> str:
 PREFILL_IDS: tuple[str | None, ...] = (
     "whatif-arrival", "whatif-service", "whatif-service-cv2", "whatif-contention",
     "whatif-sigma", "whatif-kappa", "whatif-workers", None, None, "whatif-ceiling",
-    "whatif-ceiling-cv2",
+    "whatif-ceiling-cv2", None,
 )
 """The input each of :func:`prefill`'s outputs fills (None: not an input)."""
 
@@ -867,6 +994,7 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         Output("whatif-notes", "children"),
         Output("whatif-ceiling", "value"),
         Output("whatif-ceiling-cv2", "value"),
+        Output("whatif-plan", "data"),
         Output("whatif-address-inputs", "data"),
         Input("whatif-queue", "value"),
         State("whatif-address-inputs", "data"),
@@ -904,10 +1032,12 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         *[Input(i, p) for i, p in _SWEEP_STATE],
         Input("whatif-current-workers", "data"),
         Input("whatif-advisor", "data"),
+        Input("whatif-plan", "data"),
         State("whatif-queue", "value"),
     )
     def _sweep(*values: Any) -> tuple[Any, ...]:
-        inputs, current, advisor, queue = values[:-3], values[-3], values[-2], values[-1]
+        inputs, current, advisor, anchor, queue = (values[:-4], values[-4], values[-3],
+                                                   values[-2], values[-1])
         queue = queue if isinstance(queue, str) else None
         try:
             params = parse_params(*inputs,
@@ -915,7 +1045,8 @@ def register(app: dash.Dash, ctx: AppContext) -> None:
         except ModelInputError as exc:
             return (*sweep_outputs(_empty_view(str(exc))), dash.no_update)
         advised = advisor if isinstance(advisor, int) else None
-        view = whatif_view(params, current, advised)
+        view = whatif_view(params, current, advised, PlanAnchor.from_payload(anchor),
+                           ctx.settings.thresholds.min_workers)
         workers = f"{params.inputs.workers_min}-{params.inputs.workers_max}"
         for fig in view.figures:  # a new queue or worker range starts unzoomed
             fg.set_uirevision(fig, queue or "", workers)
