@@ -121,6 +121,8 @@ class PlanAnchor:
     kappa: float | None = None
     ceiling_per_s: float | None = None
     ceiling_cv2: float = 1.0
+    slo_wait_s: float | None = None
+    slo_quantile: float | None = None
 
     def payload(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -150,6 +152,10 @@ class PlanAnchor:
             return math.isclose(shown_value(exact), typed, rel_tol=1e-9, abs_tol=1e-15)
 
         if params.arrival_multiplier != 1 or params.service_multiplier != 1:
+            return None
+        if self.workers is not None and not inp.workers_min <= self.workers <= inp.workers_max:
+            return None  # the range swept leaves the plan's count out: a what-if
+        if inp.slo_wait_s != self.slo_wait_s or inp.slo_quantile != self.slo_quantile:
             return None
         if not (shown(self.arrival_rate_per_s, inp.arrival_rate_per_s)
                 and shown(self.service_mean_s, inp.service_mean_s)):
@@ -240,7 +246,8 @@ def measured_inputs(source: Source | None, queue: str | None, now: float,
             contention[0] if contention is not None else None,
             contention[1] if contention is not None else None,
             ceiling[0] if ceiling is not None else None,
-            ceiling[1] if ceiling is not None else 1.0)
+            ceiling[1] if ceiling is not None else 1.0,
+            settings.slo_wait_s, settings.slo_quantile)
     return Measured(lam, service, 1.0, q.workers, contention, tuple(notes), ceiling, anchor)
 
 

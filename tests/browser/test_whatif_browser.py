@@ -22,8 +22,10 @@ def test_moving_the_worker_slider_changes_the_recommendation(browser: Browser) -
     first = browser.wait_for(
         lambda: (t := _recommendation(browser)).startswith("Recommended: 6 workers") and t,
         timeout=20, what="the measured queue's recommendation")
-    # the SLO alone needs 5; the advisor's utilization design (ρ ≤ 0.7) makes it 6, as advise
-    assert "utilization design" in first
+    # the SLO alone needs 5; the advisor's utilization design (ρ ≤ 0.7) makes it 6: the page
+    # opened on the queue gives the plan's count and rule
+    assert "the capacity plan's count" in first
+    assert "utilization at or below 70 %" in first
     assert "That is 2 more than the 4 now." in first
     browser.wait_for(lambda: browser.count_charts() >= 3, what="the what-if charts")
     browser.wait_for(lambda: "More workers will help: 4 → 6. Recommended: 6 workers"
