@@ -48,7 +48,6 @@ import numpy.typing as npt
 
 from models.advisor import Assessment, QueueHistory, Verdict
 from models.bindings import CEILING_LIMITS, limits
-from models.bindings.coherency import SATURATED_SHARE
 from models.bindings.headroom import Headroom, headroom_text, headrooms
 from models.bindings.measured import MeasuredCeiling
 from models.bindings.registry import KnobKind
@@ -627,9 +626,7 @@ def saturated_share(h: QueueHistory | None, c: int | None) -> float:
     waiting (a mean depth of at least one)."""
     if h is None or c is None or h.points == 0:
         return 0.0
-    with np.errstate(invalid="ignore"):
-        full = (h.busy_workers >= SATURATED_SHARE * c) & (h.depth >= 1.0)
-    return float(np.count_nonzero(full)) / h.points
+    return float(np.count_nonzero(h.saturated(c))) / h.points
 
 
 def _plan_headroom(a: Assessment, binding: str, ceiling: float | None, basis: str | None

@@ -244,7 +244,11 @@ def limiter_history(ctx: Ctx, proc: ProcessTotals) -> tuple[float, float | None]
         return None
     share = thr[ok] / busy[ok]
     sent = calls[ok] - np.nan_to_num(h.api_429_per_s[ok])
-    held = share >= LIMITER_HELD_SHARE
+    # held at its QPS: the passes wait in the limiter AND the queue is behind it (every
+    # worker busy, items waiting) — a queue that keeps up sends what its demand asks, not the
+    # QPS (a 20-QPS bucket at 85 % load read 17 calls/s "held": its demand, a circular
+    # ceiling)
+    held = (share >= LIMITER_HELD_SHARE) & h.saturated()[ok]
     return (float(np.quantile(share, 0.9)),
             float(sent[held].max()) if held.any() else None)
 

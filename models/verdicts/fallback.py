@@ -76,7 +76,8 @@ def healthy(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
         {"utilization": rho, "queue_wait_p95_s": wait, "arrival_rate_per_s": lam,
          "workers": ctx.c, "rules_not_evaluated": dict(ctx.notes),
          "headroom_ratio": least.ratio if least is not None else None,
-         "headroom_limit": least.limit if least is not None else None},
+         "headroom_limit": least.limit if least is not None else None,
+         "shared_unmeasured": ctx.shared_unmeasured},
         {"action": "none"},
         0.6 if ctx.notes else 0.8, healthy_headline,
     )
@@ -91,6 +92,10 @@ def healthy_headline(evidence: Mapping[str, Any], recommendation: Mapping[str, A
     ratio, limit = evidence.get("headroom_ratio"), evidence.get("headroom_limit")
     if isinstance(ratio, float) and isinstance(limit, str) and limit in limits():
         label = limits()[limit].label.split(" (")[0]
+        if evidence.get("shared_unmeasured"):
+            # a limit nearer than this one may be there: the figure is an upper bound
+            return (f"Healthy: headroom at most {sig(ratio)}× (to the {label}); something the "
+                    "passes share fills with load, its ceiling not measured")
         return f"Healthy: headroom {sig(ratio)}× to the {label}"
     return "Healthy: no change needed"
 

@@ -20,6 +20,7 @@ from models.errors import ModelInputError
 __all__ = [
     "CORE_FIELDS",
     "HISTORY_FIELDS",
+    "SATURATED_BUSY_SHARE",
     "FloatArray",
     "ProcessTotals",
     "QueueHistory",
@@ -27,6 +28,12 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
+
+SATURATED_BUSY_SHARE = 0.9
+"""Busy workers ÷ workers from which every worker is taken: the time-average of busy workers
+reaches c only when none ever idles, and within a 5-minute window a queue that is behind
+still has moments between passes (0.9 is the saturation of the regime matrix's step
+regimes, ``step_busy_share_min``)."""
 
 CORE_FIELDS: tuple[str, ...] = ("arrival_rate_per_s", "service_mean_s", "workers")
 """Without these the capacity rules (add workers, backlog, over-provisioned) cannot run."""
@@ -101,6 +108,18 @@ class QueueHistory:
             if np.any(np.isinf(arr)):
                 raise ModelInputError(f"history series {name} contains an infinite value.")
             object.__setattr__(self, name, arr)
+
+    def saturated(self, workers: float | None = None) -> npt.NDArray[np.bool_]:
+        """The points at which the queue was behind: every worker busy (≥
+        :data:`SATURATED_BUSY_SHARE` of ``workers``, else of each point's own count) and
+        items waiting (a mean depth of at least one). There the adds are a lower bound of the
+        demand (client-go coalesces the keys already waiting), and a limit's throughput is
+        its ceiling."""
+        c = self.workers if workers is None else workers
+        with np.errstate(invalid="ignore"):
+            out: npt.NDArray[np.bool_] = (self.busy_workers >= SATURATED_BUSY_SHARE * c) \
+                & (self.depth >= 1.0)
+        return out
 
     @classmethod
     def from_columns(cls, t_s: npt.ArrayLike, **columns: npt.ArrayLike) -> QueueHistory:
