@@ -835,7 +835,7 @@ def layout(range_s: float = SPARK_RANGE_S, **kwargs: object) -> html.Div:
             html.H1("Fleet overview: which queues are falling behind?"),
             html.P(
                 "One row per work queue. Click a header to sort (shift-click for several); "
-                "type under queue, verdict or limit to filter them, or hover a number's "
+                "type under queue, verdict or headroom to filter them, or hover a number's "
                 "header for its filter (greater than, between…); click a queue for its "
                 "history, model fit and what-if.",
                 className="ql-muted",
