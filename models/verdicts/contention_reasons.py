@@ -206,7 +206,14 @@ def duration_rise(ctx: Ctx) -> tuple[float, float, float, float, float, float] |
     """Work duration against throughput at the same range points: (the elasticity — slope of
     ln duration on ln throughput by least squares — its t statistic, and the mean throughput
     and duration of the quietest and the busiest fifth of the points); a reason it cannot be
-    told; or None without a history."""
+    told; or None without a history. Computed once per queue (kept on the context: the
+    contention rule, the ceilings' inputs and the station's gate all read it)."""
+    if ctx.rise is None:
+        ctx.rise = (_duration_rise(ctx),)
+    return ctx.rise[0]
+
+
+def _duration_rise(ctx: Ctx) -> tuple[float, float, float, float, float, float] | str | None:
     h = ctx.h
     if h is None:
         return None

@@ -76,6 +76,9 @@ class Ctx:
     (:mod:`models.verdicts.screen`)."""
     ceilings: tuple[MeasuredCeiling, ...] | None = None
     """Every limit's measured ceiling, once computed (:mod:`models.verdicts.ceilings`)."""
+    rise: tuple[tuple[float, float, float, float, float, float] | str | None] | None = None
+    """:func:`models.verdicts.contention_reasons.duration_rise`, once computed (a 1-tuple:
+    its value may be None)."""
     shared_unmeasured: bool = False
     """The pass times rise with load but no ceiling could be measured, on a queue that keeps
     up (:mod:`models.verdicts.contention`): a limit may be nearer than any headroom given."""
