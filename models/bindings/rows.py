@@ -28,6 +28,7 @@ import numpy as np
 
 from models.bindings import CEILING_LIMITS
 from models.bindings.measured import MeasuredCeiling
+from models.bindings.registry import limits
 from models.contention import UslFit
 from models.formatting import number_text
 from models.verdicts.inputs import QueueHistory
@@ -146,6 +147,12 @@ def limit_sizing(binding: str, sizing: WhatIfInputs, contention: Mapping[str, An
         return LimitSizing(inputs, None, None,
                            "the rows follow the USL fitted on the range (throughput falls "
                            "past its peak)")
+    lim = limits().get(binding)
+    if lim is not None and lim.unmeasured is not None:
+        # a limit the workers cannot lift whose ceiling no metric gives (one hot key): the
+        # rows cannot be its model; they say what they are instead of reading as a remedy
+        return LimitSizing(sizing, None, None, NO_CEILING_BASIS.format(why=lim.unmeasured)
+                           .replace("the shared limit's ceiling", f"the {lim.label}'s ceiling"))
     return LimitSizing(sizing, None, None, "")
 
 

@@ -27,6 +27,7 @@ from collectors.demo import DemoSource
 from dashboard.advice import QueueAdvice, advise_fleet
 from models import fleet as fl
 from models.bindings import CEILING_LIMITS
+from models.bindings.registry import limits
 from models.measurements import QueueSnapshot
 from models.plan import CapacityPlan
 from models.settings import AnalysisSettings
@@ -95,6 +96,22 @@ def test_the_rows_under_a_ceiling_are_that_limits_model(
                 and plan.sizing.ceiling_per_s is not None:
             assert plan.model is not None
             assert "M/M/c" not in plan.model, (at, queue, plan.model)
+
+
+def test_rows_that_cannot_be_the_limits_model_say_so(
+        day: dict[float, tuple[QueueAdvice, ...]]) -> None:
+    # a limit the workers cannot lift without a measured ceiling (the API server, the client
+    # limiter never held, one hot key): the rows are M/M/c and must not read as a remedy —
+    # before, ingress's hot key showed M/M/c waits falling with workers under "will not help"
+    seen = 0
+    for at, queue, plan, _ in _each(day):
+        lim = limits()[plan.binding_limit]
+        binds = lim.name in CEILING_LIMITS or lim.unmeasured is not None
+        if binds and plan.sizing is not None and plan.sizing.ceiling_per_s is None:
+            assert "no ceiling could be measured" in plan.rows_basis, (at, queue)
+            assert "more workers will not deliver them" in plan.rows_basis, (at, queue)
+            seen += 1
+    assert seen >= 24  # the demo's ingress (a hot key) at every hour at least
 
 
 def test_the_limit_named_does_not_flip_between_neighbouring_hours(
