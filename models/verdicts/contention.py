@@ -263,7 +263,7 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
             return None
         held = evidence.get("limiter_share_of_busy_time_p90") or \
             evidence.get("limiter_share_of_busy_time") or 0.0
-        if own is None and set(reasons) <= {"duration_rise", "limiter"} \
+        if own is None and set(reasons) <= _INFLATION | {"limiter"} \
                 and held < LIMITER_HELD_SHARE:
             # the passes stretch with load (or wait in the client's limiter), the ceiling
             # cannot be measured from a load this steady, and no worker ever waited: a
@@ -286,6 +286,7 @@ def contention(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     evidence["ceiling_basis"] = basis if ceiling is not None else NO_CEILING
     evidence["ceiling_scope"] = scope
     evidence["binding_limit"] = binding
+    evidence["observed_wait_p95_vs_slo"] = observed_wait_vs_slo(s, ctx.slo_s)
     said = "; ".join(reasons.values())
     summary = (
         f"Adding workers will not help: {get(binding).words} binds. "

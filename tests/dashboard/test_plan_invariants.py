@@ -119,8 +119,8 @@ def test_the_limit_named_does_not_flip_between_neighbouring_hours(
     named: dict[str, list[str]] = {}
     for _, queue, plan, _ in _each(day):
         named.setdefault(queue, []).append(plan.binding_limit)
-    for name, limits in named.items():
+    for name, seq in named.items():
         # the daily cycle may cross a limit's threshold twice (up at the morning's rise, down
         # in the evening); more changes are a verdict that flips on noise
-        flips = sum(a != b for a, b in itertools.pairwise(limits))
-        assert flips <= 2, (name, limits)
+        flips = sum(a != b for a, b in itertools.pairwise(seq))
+        assert flips <= 2, (name, seq)

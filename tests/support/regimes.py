@@ -308,8 +308,9 @@ def near_misses(near: NearRegime, case: Case, queue: dict[str, Any]) -> list[str
     """What the advice of a near-limit case got wrong (empty: right). Where the load's peaks
     go over the ceiling (sine, step) or the limit binds at any load: contention naming the
     limit, its ceiling within :data:`CEILING_TOLERANCE`. At the constant load below it: no
-    contention, and where the limit's ceiling is measured, the headroom names it within
-    :data:`NEAR_HEADROOM_TOLERANCE` of the mechanism's. Never more workers."""
+    contention unless the measured p95 wait broke the SLO, and where the limit's ceiling is
+    measured, the headroom names it within :data:`NEAR_HEADROOM_TOLERANCE` of the
+    mechanism's. Never more workers."""
     r = case.regime
     kinds = {str(v["kind"]) for v in queue["verdicts"]}
     plan = queue["plan"]
@@ -327,7 +328,11 @@ def near_misses(near: NearRegime, case: Case, queue: dict[str, Any]) -> list[str
         if got is not None and abs(got / r.ceiling_per_s - 1) > CEILING_TOLERANCE:
             out.append(f"ceiling {got:.3g} vs {r.ceiling_per_s:.3g}")
         return out
-    if "contention" in kinds:
+    broke_slo = any(v["evidence"].get("observed_wait_p95_vs_slo") == "above"
+                    for v in queue["verdicts"])
+    if "contention" in kinds and not broke_slo:
+        # below the ceiling a queue that keeps up is not contended — unless its measured
+        # wait broke the SLO (then it does not keep up, and "healthy" would be wrong)
         out.append(f"contention ({plan['binding_limit']}) below the ceiling")
     own = next((h for h in plan["headroom"] if h["limit"] == r.binding), None)
     if own is not None:
