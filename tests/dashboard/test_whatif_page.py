@@ -132,13 +132,9 @@ def test_measured_inputs_fit_usl_from_history() -> None:
     assert any("fitted by the USL" in n for n in m.notes)
     out = wp.prefill(m)
     assert out[:3] == (3.0, 0.5, 1.0)
-    # the busy workers never reached the USL's peak N* = √((1−σ)/κ) ≈ 6.9: the coherency
-    # limit is not seen binding, and the page opens on the plan's model, the shared ceiling
-    # at the fitted curve's peak X(N*) (the closed form, not the fit's own number)
-    n_star = math.sqrt((1 - 0.05) / 0.02)
-    peak = 2.0 * n_star / (1 + 0.05 * (n_star - 1) + 0.02 * n_star * (n_star - 1))
-    assert out[3] == "ceiling"
-    assert out[9] == pytest.approx(peak, rel=0.01)
+    # the queue keeps up (busy workers 1–2 of 8) and no ceiling is measured: no contention
+    # verdict, the page opens on the plan's USL fit
+    assert out[3] == "usl"
     assert out[6] == [1, 16]  # max(16, 2 × 8 workers)
 
 
