@@ -63,6 +63,7 @@ from models.measurements import QueueSnapshot
 from models.plan import CapacityPlan
 from models.settings import AnalysisSettings
 from models.simulate import simulate
+from models.verdicts.capacity import fewer_floor
 from models.whatif import Recommendation, WhatIfInputs, WhatIfResult, whatif_sweep
 
 PATH = "/whatif"
@@ -443,11 +444,11 @@ def floored(result: WhatIfResult, current_workers: float | None,
     now = worker_count(current_workers)
     if rec.workers is None or floor_workers is None or now is None:
         return rec
-    floor = min(int(floor_workers), now)
-    if rec.workers >= floor:
+    kept = fewer_floor(rec.workers, now, floor_workers)
+    if kept == rec.workers:
         return rec
-    return Recommendation(floor, f"{rec.reason}; kept at {floor}, the advisor's floor "
-                                 f"(min_workers) for fewer workers")
+    return Recommendation(kept, f"{rec.reason}; kept at {kept}, the advisor's floor "
+                                f"(min_workers) for fewer workers")
 
 
 def recommendation_text(params: WhatIfParams, result: WhatIfResult,

@@ -20,9 +20,17 @@ __all__ = [
     "add_workers_headline",
     "backlog_growing",
     "backlog_headline",
+    "fewer_floor",
     "over_provisioned",
     "over_provisioned_headline",
 ]
+
+
+def fewer_floor(sized: int, current: int, min_workers: float) -> int:
+    """The count a change to fewer workers goes to: the sized count, never below
+    min(``min_workers``, the current count) — one worker is no redundancy against a stuck
+    pass, and a queue already under the floor is not raised by a change to fewer."""
+    return max(sized, min(int(min_workers), current))
 
 
 def backlog_growing(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
@@ -157,8 +165,7 @@ def over_provisioned(ctx: Ctx, found: Mapping[Kind, Verdict]) -> Verdict | None:
     slo_c, sized_c, res = size_at(ctx, lam_d)
     if slo_c is None or sized_c is None:
         return None
-    floor_c = min(int(th.min_workers), c)
-    rec = max(sized_c, floor_c)
+    rec = fewer_floor(sized_c, c, th.min_workers)
     if rec >= c:
         return None
     target = res.row(rec)
